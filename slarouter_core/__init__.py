@@ -1,0 +1,1 @@
+"""SLARouter core library."""

@@ -1,0 +1,138 @@
+"""Importers from other routing-log formats into the canonical schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .data import DataValidationError, RoutingData, from_frame
+
+MESSPLUS_SUFFIXES = (".csv", ".json", ".jsonl")
+_LABEL_RE = re.compile(r"^label_(.+)$")
+
+
+def _read_messplus_file(path: Path) -> pd.DataFrame:
+    try:
+        if path.suffix.lower() == ".csv":
+            return pd.read_csv(path)
+        if path.suffix.lower() == ".jsonl":
+            return pd.read_json(path, lines=True)
+        with path.open("r", encoding="utf-8") as fh:
+            payload = json.load(fh)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise DataValidationError([f"{path.name} could not be read as MESS+ "
+                                   f"{path.suffix.lstrip('.').upper()} ({str(exc)[:200]})."]) from None
+    if isinstance(payload, dict):
+        # {"records": [...]} or {"data": [...]} or a column-oriented dict
+        for key in ("records", "data", "rows"):
+            if isinstance(payload.get(key), list):
+                payload = payload[key]
+                break
+        else:
+            try:
+                return pd.DataFrame(payload)
+            except ValueError as exc:
+                raise DataValidationError([f"{path.name}: JSON object is not a table ({exc})."]) from None
+    if not isinstance(payload, list) or not all(isinstance(r, dict) for r in payload):
+        raise DataValidationError([f"{path.name}: expected a JSON list of records (objects)."])
+    return pd.DataFrame.from_records(payload)
+
+
+def find_messplus_files(path: str | Path) -> list[Path]:
+    p = Path(path)
+    if not p.exists():
+        raise DataValidationError([f"Path not found: {p}."])
+    if p.is_file():
+        if p.suffix.lower() not in MESSPLUS_SUFFIXES:
+            raise DataValidationError([f"{p.name}: MESS+ files are .csv, .json or .jsonl."])
+        return [p]
+    files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in MESSPLUS_SUFFIXES)
+    if not files:
+        raise DataValidationError([f"No .csv/.json/.jsonl files under {p}."])
+    return files
+
+
+def messplus_to_frame(raw: pd.DataFrame, source: str = "input") -> tuple[pd.DataFrame, dict]:
+    """Convert one MESS+ table (any set of model labels) to the canonical columns."""
+    problems = []
+    for col in ("doc_id", "input_text", "benchmark_name"):
+        if col not in raw.columns:
+            problems.append(f"{source}: missing MESS+ column {col!r}.")
+    labels = [m.group(1) for c in raw.columns if isinstance(c, str) and (m := _LABEL_RE.match(c))]
+    if not labels:
+        problems.append(f"{source}: no 'label_<model>' columns, so no models were found.")
+    for lab in labels:
+        for prefix in ("energy_consumption_", "inference_time_"):
+            if f"{prefix}{lab}" not in raw.columns:
+                problems.append(f"{source}: model {lab!r} has label_{lab} but no {prefix}{lab}.")
+    if problems:
+        raise DataValidationError(problems)
+    out = pd.DataFrame({
+        "doc_id": raw["doc_id"],
+        "benchmark": raw["benchmark_name"].astype(str),
+        "input_text": raw["input_text"],
+    })
+    if "correct_answer" in raw.columns:
+        out["correct_answer"] = raw["correct_answer"].astype("string")
+    for lab in labels:
+        out[f"{lab}_solved"] = pd.to_numeric(raw[f"label_{lab}"], errors="coerce")
+        out[f"{lab}_energy_joules"] = pd.to_numeric(raw[f"energy_consumption_{lab}"], errors="coerce")
+        out[f"{lab}_latency_ms"] = pd.to_numeric(raw[f"inference_time_{lab}"], errors="coerce") * 1000.0
+    return out, {"labels": labels}
+
+
+def import_messplus(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """Read MESS+ logs (a file or a folder tree), deduplicate on (benchmark, doc_id).
+
+    Returns the canonical frame and a report (files read, rows, duplicates dropped,
+    conflicting duplicates). Every file must carry the same model labels.
+    """
+    files = find_messplus_files(path)
+    frames = []
+    label_sets = {}
+    for f in files:
+        frame, info = messplus_to_frame(_read_messplus_file(f), source=f.name)
+        label_sets[f.name] = tuple(sorted(info["labels"]))
+        frames.append(frame)
+    distinct = sorted(set(label_sets.values()))
+    if len(distinct) > 1:
+        raise DataValidationError([f"Files disagree on the model labels: {distinct}. "
+                                   "Import each zoo separately."])
+    combined = pd.concat(frames, ignore_index=True)
+    n_raw = len(combined)
+    key = ["benchmark", "doc_id"]
+    combined["doc_id"] = _normalise_ids(combined["doc_id"])
+    dup_mask = combined.duplicated(subset=key, keep="first")
+    value_cols = [c for c in combined.columns if c not in key]
+    conflicting = int(combined.duplicated(subset=key, keep=False).sum()
+                      - combined.duplicated(subset=key + value_cols, keep=False).sum()) if dup_mask.any() else 0
+    deduped = combined.loc[~dup_mask].sort_values(key, kind="stable").reset_index(drop=True)
+    report = {
+        "files": len(files),
+        "rows_read": n_raw,
+        "duplicates_dropped": int(dup_mask.sum()),
+        "conflicting_duplicate_rows": conflicting,
+        "rows": len(deduped),
+        "models": list(distinct[0]) if distinct else [],
+        "benchmarks": sorted(deduped["benchmark"].unique().tolist()),
+    }
+    return deduped, report
+
+
+def _normalise_ids(ids: pd.Series) -> pd.Series:
+    """Integer-valued ids become ints (CSV and JSON disagree on 1 vs 1.0); others strings."""
+    num = pd.to_numeric(ids, errors="coerce")
+    if num.notna().all() and np.all(np.mod(num.to_numpy(dtype=float), 1) == 0):
+        return num.astype(np.int64)
+    return ids.astype(str)
+
+
+def load_messplus(path: str | Path, cost: str = "energy_joules") -> RoutingData:
+    """Import MESS+ logs straight into validated :class:`RoutingData`."""
+    frame, report = import_messplus(path)
+    return from_frame(frame, cost=cost, metadata={"source": str(path), "format": "messplus",
+                                                  "import_report": report})

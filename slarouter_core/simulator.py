@@ -1,0 +1,160 @@
+"""Seeded stream simulation of a router on logged data (Algorithm 1 semantics).
+
+Each run shuffles the requests with its seed and draws, per request, whether the user
+gives feedback (IID with rate ``feedback_rate``). The logged label of the served model is
+revealed only when feedback arrives. :class:`Simulation` advances N requests at a time
+(the dashboard streams from it); stepping in any chunk sizes gives the same numbers as
+one full run, because every random draw is tied to the request, not to the chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .data import RoutingData
+from .metrics import Summary, summarize
+from .router import NO_FEEDBACK, RouterConfig, SLARouter
+
+PAPER_SEEDS = (42, 1, 1234)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    router: RouterConfig
+    feedback_rate: float = 0.2
+    seed: int = 42
+    shuffle: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.router, RouterConfig):
+            raise TypeError("router must be a RouterConfig")
+        r = self.feedback_rate
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r <= 1.0:
+            raise ValueError(f"feedback_rate must be in [0, 1], got {r!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+    def to_dict(self) -> dict:
+        return {"router": self.router.to_dict(), "feedback_rate": self.feedback_rate,
+                "seed": int(self.seed), "shuffle": self.shuffle}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SimulationConfig":
+        return cls(router=RouterConfig.from_dict(d["router"]), feedback_rate=d.get("feedback_rate", 0.2),
+                   seed=d.get("seed", 42), shuffle=d.get("shuffle", True))
+
+
+def stream_plan(n: int, labels: np.ndarray, feedback_rate: float, seed: int,
+                shuffle: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
+    """Request order, would-be feedback matrix (n, M) and the router's seed for a run."""
+    order_ss, feedback_ss, router_ss = np.random.SeedSequence(int(seed)).spawn(3)
+    order = np.random.Generator(np.random.PCG64(order_ss)).permutation(n) if shuffle else np.arange(n)
+    gives = np.random.Generator(np.random.PCG64(feedback_ss)).random(n) < feedback_rate
+    fb = np.where(gives[:, None], labels[order], NO_FEEDBACK).astype(np.int8)
+    return order, fb, int(router_ss.generate_state(1, np.uint32)[0])
+
+
+TRACE_COLUMNS = ("t", "row", "doc_id", "benchmark", "model", "explored", "feedback",
+                 "shat_served", "s_used", "satisfied", "cost", "q", "v")
+
+
+class Simulation:
+    """A resumable run: ``step(n)`` serves the next n requests of the seeded stream."""
+
+    def __init__(self, data: RoutingData, embeddings: np.ndarray, config: SimulationConfig):
+        emb = np.asarray(embeddings, dtype=np.float32)
+        if emb.ndim != 2 or emb.shape[0] != data.n_requests:
+            raise ValueError(f"embeddings must be (n_requests={data.n_requests}, D), got {emb.shape}")
+        self.data = data
+        self.config = config
+        self.embeddings = emb
+        self.order, self.feedback_plan, router_seed = stream_plan(
+            data.n_requests, data.solved, config.feedback_rate, config.seed, config.shuffle)
+        self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed)
+        n = data.n_requests
+        self._model = np.zeros(n, np.int64)
+        self._explored = np.zeros(n, bool)
+        self._feedback = np.full(n, NO_FEEDBACK, np.int8)
+        self._shat = np.zeros(n, np.float64)
+        self._s_used = np.zeros(n, np.float64)
+        self._q = np.zeros(n, np.float64)
+        self._v = np.zeros(n, np.float64)
+        self.t = 0
+
+    @property
+    def n_requests(self) -> int:
+        return self.data.n_requests
+
+    @property
+    def done(self) -> bool:
+        return self.t >= self.n_requests
+
+    def step(self, n: int) -> int:
+        """Serve up to ``n`` more requests; returns how many were served."""
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        a, b = self.t, min(self.t + int(n), self.n_requests)
+        if b <= a:
+            return 0
+        rows = self.order[a:b]
+        bt = self.router.run_block(self.embeddings[rows], self.data.costs[rows], self.feedback_plan[a:b])
+        self._model[a:b] = bt.model
+        self._explored[a:b] = bt.explored
+        self._feedback[a:b] = bt.feedback
+        self._shat[a:b] = bt.shat_served
+        self._s_used[a:b] = bt.s_used
+        self._q[a:b] = bt.q
+        self._v[a:b] = bt.v
+        self.t = b
+        return b - a
+
+    def run(self) -> "Simulation":
+        self.step(self.n_requests - self.t)
+        return self
+
+    # -- results ----------------------------------------------------------------------
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Per-step trace arrays of the requests served so far."""
+        k = self.t
+        rows = self.order[:k]
+        model = self._model[:k]
+        return {
+            "t": np.arange(1, k + 1),
+            "row": rows,
+            "model": model,
+            "explored": self._explored[:k],
+            "feedback": self._feedback[:k],
+            "shat_served": self._shat[:k],
+            "s_used": self._s_used[:k],
+            "satisfied": self.data.solved[rows, model].astype(np.int8),
+            "cost": self.data.costs[rows, model],
+            "q": self._q[:k],
+            "v": self._v[:k],
+        }
+
+    def trace(self) -> pd.DataFrame:
+        """The trace as a table with model names, doc ids and benchmarks."""
+        a = self.arrays()
+        frame = self.data.frame
+        out = pd.DataFrame(a)
+        out.insert(2, "doc_id", frame["doc_id"].to_numpy()[a["row"]])
+        out.insert(3, "benchmark", frame["benchmark"].to_numpy()[a["row"]])
+        out["model"] = np.asarray(self.data.models, dtype=object)[a["model"]]
+        return out
+
+    def summary(self) -> Summary:
+        a = self.arrays()
+        return summarize(a["model"], a["satisfied"], a["cost"], a["q"], self.config.router.alpha,
+                         self.data.models, self.data.cost_unit, a["explored"], a["feedback"], a["v"])
+
+    def single_model_cumulative_cost(self) -> np.ndarray:
+        """(t, M) cumulative cost had every request so far gone to one model."""
+        return np.cumsum(self.data.costs[self.order[:self.t]], axis=0)
+
+
+def simulate(data: RoutingData, embeddings: np.ndarray, config: SimulationConfig) -> Simulation:
+    """Run a whole stream and return the finished simulation."""
+    return Simulation(data, embeddings, config).run()
