@@ -1,5 +1,5 @@
 # Two commands on a fresh machine: `make app` and `make test`.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -18,10 +18,10 @@ app: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench_simulator.py
+	$(PY) benchmarks/bench_core.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -23,6 +23,7 @@ import numpy as np
 from .predictor import PredictorConfig, SatisfactionPredictor
 
 NO_FEEDBACK = -1
+POLICY_PAGE = 4096
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,11 @@ class SLARouter:
         self.spread_sum = 0.0
         self.n_feedback = 0
         self._pending: tuple[Decision, np.ndarray] | None = None
+        # policy uniforms (explore, choice) for steps [_draws_start, _draws_start + len)
+        self._draws_start = 0
+        self._draws = np.zeros((0, 2))
+        # eval-mode predictions for steps [start, start + len) under predictor version
+        self._pred_cache: tuple[int, int, np.ndarray] | None = None
 
     # -- helpers ----------------------------------------------------------------------
     def current_v(self) -> float:
@@ -157,6 +163,20 @@ class SLARouter:
         if t == 0 or spread_sum <= 0:
             return float(cfg.q_max * cfg.eps)
         return float(cfg.q_max * cfg.eps / (spread_sum / t))
+
+    def _policy_draws(self, i0: int, i1: int) -> np.ndarray:
+        """Uniform pairs for 0-based steps [i0, i1), drawn in fixed pages of POLICY_PAGE.
+
+        Draws are tied to the step index, so any chunking of the stream (and the
+        per-request API) sees the same numbers.
+        """
+        if i0 < self._draws_start:
+            raise RuntimeError("policy draws for past steps are gone")
+        while self._draws_start + len(self._draws) < i1:
+            keep_from = max(0, min(self.t, self._draws_start + len(self._draws)) - self._draws_start)
+            self._draws_start += keep_from
+            self._draws = np.concatenate([self._draws[keep_from:], self.policy_rng.random((POLICY_PAGE, 2))])
+        return self._draws[i0 - self._draws_start:i1 - self._draws_start]
 
     def _check_costs(self, costs: np.ndarray) -> np.ndarray:
         c = np.asarray(costs, dtype=np.float64)
@@ -176,7 +196,8 @@ class SLARouter:
             raise ValueError(f"embedding must have shape ({self.dim},), got {x.shape}")
         c = self._check_costs(costs)
         t = self.t + 1
-        u_explore, u_choice = self.policy_rng.random(2)
+        u_explore, u_choice = self._policy_draws(t - 1, t)[0]
+        self._pred_cache = None
         p = float(exploration_probability(t, self.config.c))
         explore = t == 1 or u_explore < p
         shat = self.predictor.predict(x)
@@ -210,29 +231,36 @@ class SLARouter:
         self._pending = None
 
     # -- fast path for simulation -----------------------------------------------------
-    def run_block(self, X: np.ndarray, costs: np.ndarray, feedback: np.ndarray) -> BlockTrace:
-        """Serve ``len(X)`` requests whose would-be feedback is known in advance.
+    def run_block(self, X: np.ndarray, costs: np.ndarray, feedback: np.ndarray,
+                  n: int | None = None) -> BlockTrace:
+        """Serve the first ``n`` (default all) of the given upcoming requests.
 
         ``feedback[i, m]`` is what the user of request i says if model m serves it: 1, 0,
-        or ``NO_FEEDBACK`` (-1). Same results as ``decide``/``observe`` per request.
+        or ``NO_FEEDBACK`` (-1), known in advance as in simulation. Rows beyond ``n`` are
+        lookahead: predictions are computed once per stretch between two predictor
+        updates, so serving a stream in chunks gives bit-identical results to serving it
+        at once when the caller passes the rest of the stream each time. Same results as
+        ``decide``/``observe`` per request (up to float rounding of batched predictions).
         """
         if self._pending is not None:
             raise RuntimeError("observe() the pending decision first")
-        n = len(X)
+        total = len(X)
+        n = total if n is None else int(n)
         M = self.n_models
-        X = np.asarray(X, dtype=np.float32)
-        costs = np.asarray(costs, dtype=np.float64)
-        if X.shape != (n, self.dim) or costs.shape != (n, M) or feedback.shape != (n, M):
-            raise ValueError("X, costs and feedback must have matching shapes (n, D), (n, M), (n, M)")
+        if not 0 <= n <= total:
+            raise ValueError(f"n must be in [0, {total}]")
+        if np.shape(X) != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
+            raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
         cfg = self.config
-        U = self.policy_rng.random((n, 2))
-        ts = self.t + 1 + np.arange(n)
-        p = exploration_probability(ts, cfg.c)
-        explore = U[:, 0] < p
-        if self.t == 0 and n:
+        t0 = self.t
+        U = self._policy_draws(t0, t0 + n)
+        ts = t0 + 1 + np.arange(n)
+        explore = U[:, 0] < exploration_probability(ts, cfg.c)
+        if t0 == 0 and n:
             explore[0] = True
         m_explore = np.minimum((U[:, 1] * M).astype(np.int64), M - 1)
-        spreads = costs[:, -1] - costs[:, 0]
+        costs_n = np.asarray(costs[:n], dtype=np.float64)
+        spreads = costs_n[:, -1] - costs_n[:, 0]
         # running sums in the same order as per-request additions, so V matches decide()
         cum = np.cumsum(np.concatenate([[self.spread_sum], spreads]))[1:]
         if cfg.V is None:
@@ -240,7 +268,8 @@ class SLARouter:
                 v = np.where(cum > 0, cfg.q_max * cfg.eps / (cum / ts), cfg.q_max * cfg.eps)
         else:
             v = np.full(n, float(cfg.V))
-        fb_explore = feedback[np.arange(n), m_explore]
+        fb_n = np.asarray(feedback[:n])
+        fb_explore = fb_n[np.arange(n), m_explore]
         train_at = np.flatnonzero(explore & (fb_explore != NO_FEEDBACK))
 
         model = np.empty(n, np.int64)
@@ -248,15 +277,15 @@ class SLARouter:
         s_used = np.empty(n, np.float64)
         q_after = np.empty(n, np.float64)
         trained = np.zeros(n, bool)
-        start = 0
         q = self.q
-        bounds = list(train_at + 1) + ([n] if not len(train_at) or train_at[-1] != n - 1 else [])
-        for stop in bounds:
+        start = 0
+        stops = [int(e) + 1 for e in train_at] + [n]
+        for stop in stops:
             if stop <= start:
                 continue
-            S = self.predictor.predict(X[start:stop])
+            S = self._segment_predictions(X, costs, feedback, start, stop)
             q = _queue_kernel(q, cfg.alpha, explore[start:stop], m_explore[start:stop], v[start:stop],
-                              costs[start:stop], S, feedback[start:stop],
+                              costs_n[start:stop], S, fb_n[start:stop],
                               model[start:stop], shat_served[start:stop], s_used[start:stop],
                               q_after[start:stop])
             last = stop - 1
@@ -264,14 +293,52 @@ class SLARouter:
                 self.predictor.add(X[last], int(m_explore[last]), float(fb_explore[last]))
                 trained[last] = self.predictor.train_step(self.buffer_rng)
             start = stop
-        fb_served = feedback[np.arange(n), model]
+        fb_served = fb_n[np.arange(n), model]
         self.q = q
-        self.t += n
+        self.t = t0 + n
         if n:
             self.spread_sum = float(cum[-1])
         self.n_feedback += int((fb_served != NO_FEEDBACK).sum())
         return BlockTrace(model=model, explored=explore, feedback=fb_served.astype(np.int8),
                           shat_served=shat_served, s_used=s_used, q=q_after, v=v, trained=trained)
+
+    def _segment_predictions(self, X, costs, feedback, start: int, stop: int) -> np.ndarray:
+        """Predictions for block rows [start, stop), from the cache or one batch.
+
+        A fresh batch spans the whole stretch until the next predictor update that the
+        lookahead rows reveal, so chunked callers hit the cache for the rest of it.
+        """
+        a = self.t + start
+        version = self.predictor.version
+        cache = self._pred_cache
+        if cache is not None and cache[0] == version and cache[1] <= a and \
+                a + (stop - start) <= cache[1] + len(cache[2]):
+            off = a - cache[1]
+            return cache[2][off:off + stop - start]
+        end = self._next_update(X, feedback, stop)
+        preds = self.predictor.predict(X[start:end])
+        self._pred_cache = (version, a, preds)
+        return preds[:stop - start]
+
+    def _next_update(self, X, feedback, stop: int) -> int:
+        """Block row after the first predictor update at or beyond ``stop - 1``."""
+        total = len(X)
+        i = stop - 1
+        M = self.n_models
+        while i < total:
+            j = min(total, i + POLICY_PAGE)
+            U = self._policy_draws(self.t + i, self.t + j)
+            ts = self.t + 1 + np.arange(i, j)
+            explore = U[:, 0] < exploration_probability(ts, self.config.c)
+            if self.t + i == 0:
+                explore[0] = True
+            m_exp = np.minimum((U[:, 1] * M).astype(np.int64), M - 1)
+            fb = np.asarray(feedback[i:j])[np.arange(j - i), m_exp]
+            hits = np.flatnonzero(explore & (fb != NO_FEEDBACK))
+            if len(hits):
+                return i + int(hits[0]) + 1
+            i = j
+        return total
 
     # -- checkpoints ------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
@@ -287,12 +354,15 @@ class SLARouter:
             "t": self.t, "q": repr(self.q), "spread_sum": repr(self.spread_sum),
             "n_feedback": self.n_feedback,
             "policy_rng": self.policy_rng.bit_generator.state,
+            "draws_start": self._draws_start,
             "buffer_rng": self.buffer_rng.bit_generator.state,
             "predictor": self.predictor.state_meta(),
         }
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        save_file(self.predictor.state_arrays(), str(p),
+        arrays = self.predictor.state_arrays()
+        arrays["router.policy_draws"] = np.ascontiguousarray(self._draws)
+        save_file(arrays, str(p),
                   metadata={"slarouter": json.dumps(meta, default=_json_default)})
         return p
 
@@ -318,6 +388,8 @@ class SLARouter:
             router.spread_sum = float(meta["spread_sum"])
             router.n_feedback = int(meta["n_feedback"])
             router.policy_rng.bit_generator.state = _int_state(meta["policy_rng"])
+            router._draws_start = int(meta["draws_start"])
+            router._draws = np.array(tensors["router.policy_draws"], np.float64).reshape(-1, 2)
             router.buffer_rng.bit_generator.state = _int_state(meta["buffer_rng"])
             router.predictor = SatisfactionPredictor.from_state(meta["predictor"], tensors)
         except (KeyError, TypeError, ValueError) as exc:

@@ -74,6 +74,9 @@ class Simulation:
         self.order, self.feedback_plan, router_seed = stream_plan(
             data.n_requests, data.solved, config.feedback_rate, config.seed, config.shuffle)
         self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed)
+        # the stream in serving order, gathered once; each step passes the rest as lookahead
+        self._stream_x = emb[self.order]
+        self._stream_costs = np.ascontiguousarray(data.costs[self.order])
         n = data.n_requests
         self._model = np.zeros(n, np.int64)
         self._explored = np.zeros(n, bool)
@@ -99,8 +102,7 @@ class Simulation:
         a, b = self.t, min(self.t + int(n), self.n_requests)
         if b <= a:
             return 0
-        rows = self.order[a:b]
-        bt = self.router.run_block(self.embeddings[rows], self.data.costs[rows], self.feedback_plan[a:b])
+        bt = self.router.run_block(self._stream_x[a:], self._stream_costs[a:], self.feedback_plan[a:], n=b - a)
         self._model[a:b] = bt.model
         self._explored[a:b] = bt.explored
         self._feedback[a:b] = bt.feedback

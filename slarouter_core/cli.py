@@ -1,0 +1,145 @@
+"""The ``slarouter`` command line: import, demo-data, embed, simulate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .data import DataValidationError, write_parquet
+from .encoders import DEFAULT_ENCODER, EmbeddingCache, EncoderUnavailableError, get_encoder
+from .experiments import aggregate, format_table, load_any, run_slarouter_grid
+from .simulator import PAPER_SEEDS
+
+
+def _progress(label: str):
+    start = time.time()
+
+    def report(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\r{label}: {done}/{total} ({time.time() - start:.1f} s)", end=end, file=sys.stderr, flush=True)
+
+    return report
+
+
+def _embed(data, encoder: str, cache_dir: str | None):
+    enc = get_encoder(encoder)
+    return EmbeddingCache(cache_dir).embed(data.texts, enc, progress=_progress(f"embedding with {encoder}"))
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importers import import_messplus
+    from .data import from_frame
+
+    frame, report = import_messplus(args.path)
+    from_frame(frame)  # validate before writing anything
+    out = write_parquet(frame, args.output, metadata={"source": str(args.path), "format": "messplus",
+                                                      "import_report": report})
+    print(json.dumps(report, indent=2))
+    print(f"wrote {out} ({report['rows']} rows)")
+    return 0
+
+
+def cmd_demo_data(args: argparse.Namespace) -> int:
+    from .synthetic import generate_demo
+
+    out = generate_demo(args.output, n=args.n, seed=args.seed)
+    print(f"wrote synthetic demo data to {out}")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    data = load_any(args.data).select(args.benchmark)
+    start = time.time()
+    emb = _embed(data, args.encoder, args.cache_dir)
+    print(f"{emb.shape[0]} embeddings of width {emb.shape[1]} with {args.encoder} in {time.time() - start:.1f} s")
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .router import RouterConfig
+
+    data = load_any(args.data, cost=args.cost).select(args.benchmark)
+    for w in data.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    alpha = args.alpha
+    try:
+        probe = 0.5 if alpha == "midpoint" else float(alpha)
+    except ValueError:
+        raise ValueError(f"--alpha must be a number in (0, 1) or 'midpoint', got {alpha!r}") from None
+    router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps)  # validates early
+    emb = _embed(data, args.encoder, args.cache_dir)
+    results = run_slarouter_grid(data, emb, router=router, alpha=alpha, benchmarks=args.benchmark,
+                                 seeds=args.seeds, feedback_rate=args.feedback_rate,
+                                 per_benchmark=not args.mixed, progress=_progress("runs"))
+    table = format_table(aggregate(results))
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix.lower() == ".json":
+            out.write_text(results.to_json(orient="records", indent=2))
+        else:
+            results.to_csv(out, index=False)
+        print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="slarouter", description="SLA-constrained, cost-optimal LLM routing.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    imp = sub.add_parser("import", help="convert other log formats to the canonical parquet")
+    imp_sub = imp.add_subparsers(dest="format", required=True)
+    mp = imp_sub.add_parser("messplus", help="MESS+ CSV/JSON logs (a file or a folder tree)")
+    mp.add_argument("path")
+    mp.add_argument("-o", "--output", required=True)
+    mp.set_defaults(func=cmd_import)
+
+    demo = sub.add_parser("demo-data", help="write the synthetic demo dataset")
+    demo.add_argument("-o", "--output", default="data/demo.parquet")
+    demo.add_argument("--n", type=int, default=3000)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(func=cmd_demo_data)
+
+    def data_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--data", required=True, help="canonical parquet, or MESS+ file/folder")
+        sp.add_argument("--benchmark", nargs="+", default=None, help="benchmarks to use (default: all)")
+        sp.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")
+        sp.add_argument("--cache-dir", default=None, help="embedding cache (default ~/.cache/slarouter)")
+
+    emb = sub.add_parser("embed", help="compute and cache embeddings")
+    data_args(emb)
+    emb.set_defaults(func=cmd_embed)
+
+    sim = sub.add_parser("simulate", help="simulate SLARouter on logged data")
+    data_args(sim)
+    sim.add_argument("--alpha", required=True, help="SLA level in (0,1), or 'midpoint' per benchmark")
+    sim.add_argument("--c", type=float, default=0.1, help="exploration constant (default 0.1)")
+    sim.add_argument("--V", type=float, default=None, help="fixed V (default: data-driven)")
+    sim.add_argument("--q-max", type=float, default=30.0, help="Q_max for data-driven V (default 30)")
+    sim.add_argument("--eps", type=float, default=0.001, help="epsilon for data-driven V (default 0.001)")
+    sim.add_argument("--feedback-rate", type=float, default=0.2)
+    sim.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
+    sim.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
+    sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
+    sim.add_argument("--out", default=None, help="results file (.csv or .json)")
+    sim.set_defaults(func=cmd_simulate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DataValidationError, EncoderUnavailableError, ValueError) as exc:
+        problems = getattr(exc, "problems", None) or [str(exc)]
+        for line in problems:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
