@@ -335,14 +335,16 @@ def read_parquet_frame(path: str | Path) -> tuple[pd.DataFrame, dict]:
                 if p.suffix.lower() in (".csv", ".json", ".jsonl") else "")
         raise DataValidationError([f"{p.name} is not a parquet file (expected .parquet).{hint}"])
     try:
+        names = pq.read_schema(p).names
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise DataValidationError([f"Duplicate column names: {', '.join(dup)}. Each column must appear once."])
         table = pq.read_table(p)
     except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, DataValidationError):
+            raise
         raise DataValidationError([f"{p.name} could not be read as parquet ({type(exc).__name__}: "
                                    f"{str(exc)[:200]}). Is it a parquet file?"]) from None
-    names = table.schema.names
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise DataValidationError([f"Duplicate column names: {', '.join(dup)}. Each column must appear once."])
     meta = {}
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     if raw:

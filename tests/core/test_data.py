@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from slarouter_core.data import DataValidationError, from_frame, load_parquet, write_parquet
+from tests.conftest import make_frame
+
+
+def problems_of(frame, **kw) -> str:
+    with pytest.raises(DataValidationError) as info:
+        from_frame(frame, **kw)
+    return " ".join(info.value.problems)
+
+
+def test_models_discovered_and_ordered_by_mean_cost():
+    frame = make_frame()
+    frame = frame[[c for c in frame.columns if not c.startswith("medium")]]  # 2 models
+    shuffled = frame.rename(columns=lambda c: c.replace("small", "zz").replace("large", "aa"))
+    data = from_frame(shuffled)
+    assert data.models == ("zz", "aa")  # zz is the cheap one
+    assert np.all(data.costs[:, 0] < data.costs[:, 1])
+    assert data.cost_unit == "J"
+
+
+def test_cost_metric_is_selectable_with_unit():
+    frame = make_frame()
+    for m, price in (("small", 3.0), ("medium", 1.0), ("large", 2.0)):
+        frame[f"{m}_cost_usd"] = price
+    data = from_frame(frame, cost="cost_usd")
+    assert data.models == ("medium", "large", "small")
+    assert data.cost_unit == "USD"
+    assert "latency_ms" in data.cost_metrics and "cost_usd" in data.cost_metrics
+    assert from_frame(frame, cost="latency_ms").cost_unit == "ms"
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda f: f.drop(columns=["input_text"]), "input_text"),
+    (lambda f: f[[c for c in f.columns if not c.endswith("_solved")]], "No models"),
+    (lambda f: f[[c for c in f.columns if not c.startswith(("medium", "large"))]], "Only one model"),
+    (lambda f: f.assign(small_solved=f["small_solved"].replace(1, 2)), "binary"),
+    (lambda f: f.assign(small_solved=f["small_solved"].astype(float).where(f.index != 3)), "missing"),
+    (lambda f: f.assign(large_energy_joules=f["large_energy_joules"].where(f.index != 5)), "large_energy_joules"),
+    (lambda f: f.assign(medium_energy_joules=-f["medium_energy_joules"]), "negative"),
+    (lambda f: f.assign(medium_energy_joules="cheap"), "numeric"),
+    (lambda f: f.assign(input_text=f["input_text"].where(f.index != 2, "   ")), "empty"),
+    (lambda f: f.assign(doc_id=0, benchmark="x"), "duplicate"),
+    (lambda f: f.iloc[0:0], "no rows"),
+])
+def test_validation_names_the_problem(mutate, needle):
+    assert needle.lower() in problems_of(mutate(make_frame())).lower()
+
+
+def test_missing_cost_column_lists_available_metrics():
+    msg = problems_of(make_frame(), cost="cost_usd")
+    assert "small_cost_usd" in msg and "energy_joules" in msg
+
+
+def test_optional_columns_may_be_absent_and_arrays_are_read_only():
+    frame = make_frame().drop(columns=[c for c in make_frame().columns if c.endswith("latency_ms")])
+    data = from_frame(frame)
+    with pytest.raises(ValueError):
+        data.costs[0, 0] = 1.0
+    assert data.n_requests == len(frame)
+
+
+def test_select_unknown_benchmark(tmp_path):
+    data = from_frame(make_frame())
+    assert data.select(["alpha_bench"]).n_requests == 30
+    with pytest.raises(DataValidationError, match="nope"):
+        data.select(["nope"])
+
+
+def test_parquet_round_trip_and_bad_files(tmp_path):
+    p = write_parquet(make_frame(), tmp_path / "ok.parquet", metadata={"synthetic": True})
+    data = load_parquet(p)
+    assert data.synthetic and data.n_requests == 60
+    garbage = tmp_path / "bad.parquet"
+    garbage.write_bytes(b"this is not parquet at all" * 10)
+    with pytest.raises(DataValidationError, match="parquet"):
+        load_parquet(garbage)
+    csv = tmp_path / "data.csv"
+    make_frame().to_csv(csv)
+    with pytest.raises(DataValidationError, match="not a parquet"):
+        load_parquet(csv)
+    with pytest.raises(DataValidationError, match="not found"):
+        load_parquet(tmp_path / "missing.parquet")
+    # duplicate column names survive in parquet; they must be refused
+    t = pa.table([pa.array([1]), pa.array(["b"]), pa.array(["q"]), pa.array([1]), pa.array([1])],
+                 names=["doc_id", "benchmark", "input_text", "a_solved", "a_solved"])
+    pq.write_table(t, tmp_path / "dup.parquet")
+    with pytest.raises(DataValidationError, match="Duplicate column"):
+        load_parquet(tmp_path / "dup.parquet")
+    assert data.n_requests == 60  # the earlier object is untouched
+
+
+def test_demo_data_is_synthetic_and_valid():
+    from pathlib import Path
+    data = load_parquet(Path(__file__).resolve().parents[2] / "data" / "demo.parquet")
+    assert data.synthetic and data.n_models == 4 and 2500 <= data.n_requests <= 3500
+    acc = data.solved.mean(axis=0)
+    assert np.all(np.diff(acc) > 0)  # dearer models are better on the demo

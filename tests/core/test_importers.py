@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from slarouter_core.data import DataValidationError
+from slarouter_core.importers import import_messplus, load_messplus
+
+COUNTS = {"arc_challenge": 1172, "arc_easy": 2000, "boolq": 3270, "logiqa": 651,
+          "mmlu_abstract_algebra": 100, "piqa": 1838, "sciq": 1000, "social_iqa": 1954,
+          "winogrande": 1267}
+
+
+def test_shared_messplus_data(shared_data):
+    data = load_messplus(shared_data)
+    assert data.n_requests == 13252
+    assert data.models == ("small", "medium", "large")
+    counts = data.frame["benchmark"].value_counts().to_dict()
+    assert counts == COUNTS
+    raw = pd.read_csv(sorted((shared_data / "arc_challenge").glob("*.csv"))[0]).iloc[0]
+    row = data.frame[(data.frame.benchmark == "arc_challenge") & (data.frame.doc_id == raw["doc_id"])].iloc[0]
+    assert row["large_latency_ms"] == pytest.approx(raw["inference_time_large"] * 1000)
+    assert row["small_solved"] == raw["label_small"]
+
+
+def records(labels, n=5, dup=True):
+    recs = []
+    for i in range(n):
+        r = {"doc_id": i, "input_text": f"q{i}", "benchmark_name": "b"}
+        for k, lab in enumerate(labels):
+            r.update({f"label_{lab}": float(i % 2), f"energy_consumption_{lab}": 10.0 * (k + 1),
+                      f"inference_time_{lab}": 0.5})
+        recs.append(r)
+    return recs + (recs[:2] if dup else [])
+
+
+def test_json_records_any_labels_and_dedup(tmp_path):
+    labels = ["xsmall", "small", "medium", "large"]
+    (tmp_path / "a.json").write_text(json.dumps(records(labels)))
+    frame, report = import_messplus(tmp_path)
+    assert report["rows"] == 5 and report["duplicates_dropped"] == 2
+    data = load_messplus(tmp_path / "a.json")
+    assert data.models == tuple(labels)
+    assert np.allclose(data.frame["xsmall_latency_ms"], 500.0)
+
+
+@pytest.mark.parametrize("payload, needle", [
+    ('{"oops": ', "could not be read"),
+    ('[1, 2, 3]', "list of records"),
+    (json.dumps([{"doc_id": 1, "input_text": "q", "benchmark_name": "b"}]), "label_"),
+    (json.dumps([{"doc_id": 1, "input_text": "q", "benchmark_name": "b", "label_a": 1.0,
+                  "inference_time_a": 1.0}]), "energy_consumption_a"),
+])
+def test_bad_messplus_inputs(tmp_path, payload, needle):
+    f = tmp_path / "x.json"
+    f.write_text(payload)
+    with pytest.raises(DataValidationError, match=needle):
+        import_messplus(f)
+
+
+def test_disagreeing_label_sets(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(records(["s", "l"])))
+    (tmp_path / "b.json").write_text(json.dumps(records(["s", "m", "l"])))
+    with pytest.raises(DataValidationError, match="disagree"):
+        import_messplus(tmp_path)

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from slarouter_core.predictor import PredictorConfig, SatisfactionPredictor
+
+
+def test_unobserved_heads_are_left_unchanged():
+    p = SatisfactionPredictor(8, 3, seed=0)
+    rng = np.random.default_rng(0)
+    for i in range(10):  # labels only for heads 0 and 2
+        p.add(rng.standard_normal(8), [0, 2][i % 2], i % 3 == 0)
+    w2, b2, w1 = p.params["w2"].copy(), p.params["b2"].copy(), p.params["w1"].copy()
+    for _ in range(3):
+        assert p.train_step(rng)
+    assert np.array_equal(p.params["w2"][1], w2[1]) and p.params["b2"][1] == b2[1]
+    assert not np.array_equal(p.params["w2"][0], w2[0])
+    assert not np.array_equal(p.params["w2"][2], w2[2])
+    assert not np.array_equal(p.params["w1"], w1)
+
+
+def test_gradients_match_torch_autograd():
+    D, M, k = 12, 3, 7
+    p = SatisfactionPredictor(D, M, seed=1)
+    rng = np.random.default_rng(1)
+    for i in range(6):
+        p.add(rng.standard_normal(D), i % M, float(i % 2 == 0 or i == 5))
+    x = rng.standard_normal((k, D)).astype(np.float32)
+    models = rng.integers(0, M, k)
+    labels = rng.integers(0, 2, k).astype(np.float32)
+    d1 = (rng.random((k, D)) > 0.1).astype(np.float32) / 0.9
+    d2 = (rng.random((k, D)) > 0.1).astype(np.float32) / 0.9
+    grads, observed = p.gradients(x, models, labels, masks=(d1, d2))
+
+    t = {n: torch.tensor(v, requires_grad=True) for n, v in p.params.items()}
+    h = torch.nn.functional.linear(torch.tensor(x) * torch.tensor(d1), t["w1"], t["b1"])
+    h = torch.nn.functional.layer_norm(h, (D,), t["ln_w"], t["ln_b"], eps=1e-5)
+    h = torch.relu(h) * torch.tensor(d2)
+    logits = torch.nn.functional.linear(h, t["w2"], t["b2"])
+    mask = torch.zeros(k, M)
+    mask[np.arange(k), models] = 1
+    target = torch.zeros(k, M)
+    target[np.arange(k), models] = torch.tensor(labels)
+    pw = torch.tensor(p.pos_weights(), dtype=torch.float32)
+    loss = (torch.nn.functional.binary_cross_entropy_with_logits(logits, target, pos_weight=pw, reduction="none")
+            * mask).sum() / mask.sum()
+    loss.backward()
+    for n in t:
+        np.testing.assert_allclose(grads[n], t[n].grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+    assert list(observed) == [m in set(models.tolist()) for m in range(M)]
+
+
+def test_positive_class_reweighting():
+    p = SatisfactionPredictor(4, 3, seed=0)
+    for m, s in [(0, 1), (0, 0), (0, 0), (0, 0), (1, 1), (1, 1)]:
+        p.add(np.zeros(4), m, s)
+    np.testing.assert_allclose(p.pos_weights(), [3.0, 1.0, 1.0])  # model 1: no negatives yet
+    q = SatisfactionPredictor(4, 3, PredictorConfig(pos_weight=False), seed=0)
+    q.add(np.zeros(4), 0, 1)
+    q.add(np.zeros(4), 0, 0)
+    q.add(np.zeros(4), 0, 0)
+    np.testing.assert_allclose(q.pos_weights(), [1.0, 1.0, 1.0])
+
+
+def test_warmup_modes():
+    rng = np.random.default_rng(0)
+    partial = SatisfactionPredictor(4, 2, PredictorConfig(warmup="partial"), seed=0)
+    full = SatisfactionPredictor(4, 2, PredictorConfig(warmup="full", batch_size=4), seed=0)
+    assert not partial.train_step(rng)
+    for i in range(3):
+        partial.add(np.ones(4), 0, 1)
+        full.add(np.ones(4), 0, 1)
+        assert partial.train_step(rng)
+        assert not full.train_step(rng)
+    full.add(np.ones(4), 1, 0)
+    assert full.train_step(rng)
+
+
+def test_learns_a_separable_signal():
+    rng = np.random.default_rng(0)
+    p = SatisfactionPredictor(2, 2, PredictorConfig(lr=0.05), seed=0)
+    X = rng.standard_normal((400, 2)).astype(np.float32)
+    for x in X:
+        p.add(x, 0, float(x[0] > 0))
+        p.add(x, 1, float(x[1] > 0))
+        p.train_step(rng)
+    pred = p.predict(X)
+    acc = ((pred[:, 0] > 0.5) == (X[:, 0] > 0)).mean()
+    assert acc > 0.85
+
+
+@pytest.mark.parametrize("kw", [dict(dropout=1.0), dict(lr=0), dict(momentum=1.0), dict(batch_size=0),
+                                dict(weight_decay=-1), dict(lr_schedule="cosine"), dict(warmup="later")])
+def test_config_validation(kw):
+    with pytest.raises(ValueError):
+        PredictorConfig(**kw)
