@@ -130,10 +130,11 @@ class SatisfactionPredictor:
         """Per-model satisfaction probabilities (eval mode) for a (N, D) or (D,) array."""
         arr = self._check(x)
         out = np.empty((len(arr), self.n_models), np.float64)
+        p = self.params
         for start in range(0, len(arr), PREDICT_CHUNK):  # chunks stay in cache
-            _, _, _, y = self._hidden(arr[start:start + PREDICT_CHUNK])
-            np.maximum(y, 0.0, out=y)
-            out[start:start + PREDICT_CHUNK] = y @ self.params["w2"].T + self.params["b2"]
+            z = arr[start:start + PREDICT_CHUNK] @ p["w1"].T
+            _bias_layernorm_relu(z, p["b1"], p["ln_w"], p["ln_b"])
+            out[start:start + PREDICT_CHUNK] = z @ p["w2"].T + p["b2"]
         np.negative(out, out=out)
         np.exp(out, out=out)
         out += 1.0
@@ -332,3 +333,34 @@ class SatisfactionPredictor:
         pred.steps = int(meta["steps"])
         pred.version = int(meta["version"])
         return pred
+
+
+def _bias_layernorm_relu(z: np.ndarray, bias: np.ndarray, gain: np.ndarray, shift: np.ndarray) -> None:
+    """In place: z <- relu(LayerNorm(z + bias) * gain + shift), one row at a time.
+
+    Compiled with numba when installed (one pass per row instead of six over the array).
+    """
+    n, d = z.shape
+    for i in range(n):
+        row = z[i]
+        total = 0.0
+        for j in range(d):
+            row[j] += bias[j]
+            total += row[j]
+        mu = total / d
+        sq = 0.0
+        for j in range(d):
+            row[j] -= mu
+            sq += row[j] * row[j]
+        inv = 1.0 / np.sqrt(sq / d + LN_EPS)
+        for j in range(d):
+            y = row[j] * inv * gain[j] + shift[j]
+            row[j] = y if y > 0.0 else 0.0
+
+
+try:  # pragma: no cover - exercised whenever numba is installed
+    from numba import njit
+
+    _bias_layernorm_relu = njit(cache=True, nogil=True, fastmath=False)(_bias_layernorm_relu)
+except ImportError:  # pragma: no cover
+    pass

@@ -96,3 +96,17 @@ def test_learns_a_separable_signal():
 def test_config_validation(kw):
     with pytest.raises(ValueError):
         PredictorConfig(**kw)
+
+
+def test_predict_matches_torch_eval_forward():
+    D, M = 24, 4
+    p = SatisfactionPredictor(D, M, seed=3)
+    p.params["ln_w"] = np.random.default_rng(0).uniform(0.5, 1.5, D).astype(np.float32)
+    p.params["ln_b"] = np.random.default_rng(1).normal(0, 0.1, D).astype(np.float32)
+    x = np.random.default_rng(2).standard_normal((50, D)).astype(np.float32)
+    t = {n: torch.tensor(v) for n, v in p.params.items()}
+    h = torch.nn.functional.linear(torch.tensor(x), t["w1"], t["b1"])
+    h = torch.relu(torch.nn.functional.layer_norm(h, (D,), t["ln_w"], t["ln_b"], eps=1e-5))
+    expected = torch.sigmoid(torch.nn.functional.linear(h, t["w2"], t["b2"])).numpy()
+    np.testing.assert_allclose(p.predict(x), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p.predict(x[7]), expected[7], rtol=1e-5, atol=1e-6)
