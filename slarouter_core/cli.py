@@ -1,4 +1,4 @@
-"""The ``slarouter`` command line: import, demo-data, embed, simulate."""
+"""The ``slarouter`` command line: import, demo-data, embed, simulate, compare."""
 
 from __future__ import annotations
 
@@ -87,6 +87,36 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .experiments import (PAPER_EXCLUDE, GridConfig, expand_presets, load_dataset, run_grid,
+                              write_report, write_results)
+
+    methods = expand_presets(args.methods)  # validates before the slow part
+    exclude = tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
+    config = GridConfig(methods=methods, seeds=tuple(args.seeds),
+                        benchmarks=tuple(args.benchmark) if args.benchmark else None,
+                        exclude_benchmarks=exclude, feedback_rates=tuple(args.feedback_rate),
+                        alpha=args.alpha, history_fraction=args.history_fraction)
+    datasets = []
+    for path in args.data:
+        ds = load_dataset(path, encoder=args.encoder, cost=args.cost, cache_dir=args.cache_dir,
+                          progress=_progress(f"embedding {Path(path).name} with {args.encoder}"))
+        for w in ds.data.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        datasets.append(ds)
+    start = time.time()
+    results = run_grid(datasets, config, backend=args.backend, n_jobs=args.jobs, progress=_progress("runs"),
+                       ray_address=args.ray_address)
+    print(f"{len(results)} runs in {time.time() - start:.1f} s ({args.backend}, {args.jobs} jobs)", file=sys.stderr)
+    if args.out:
+        write_results(results, args.out)
+    print(write_report(results, markdown=args.markdown, table_csv=args.table_csv))
+    for out in (args.out, args.markdown, args.table_csv):
+        if out:
+            print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="slarouter", description="SLA-constrained, cost-optimal LLM routing.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -127,6 +157,30 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
     sim.add_argument("--out", default=None, help="results file (.csv or .json)")
     sim.set_defaults(func=cmd_simulate)
+
+    cmp_ = sub.add_parser("compare", help="SLARouter vs the baselines (paper Table 2) over benchmarks and seeds")
+    cmp_.add_argument("--data", required=True, nargs="+", help="one or more datasets (parquet, or MESS+ file/folder)")
+    cmp_.add_argument("--benchmark", nargs="+", default=None, help="benchmarks (default: all but mmlu_abstract_algebra)")
+    cmp_.add_argument("--exclude", nargs="*", default=None, help="benchmarks to leave out")
+    cmp_.add_argument("--methods", nargs="+", default=["single", "random", "static_mixture", "oracle", "carrot",
+                                                      "causal", "messplus", "slarouter", "slarouter_ddv"],
+                      help="presets (single random static_mixture oracle carrot causal messplus slarouter "
+                           "slarouter_ddv) or method:key=value,... e.g. slarouter:V=0.0001")
+    cmp_.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
+    cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=[0.2], help="one or more rates (a grid axis)")
+    cmp_.add_argument("--alpha", default="midpoint", help="SLA level in (0,1), or 'midpoint' per benchmark (default)")
+    cmp_.add_argument("--history-fraction", type=float, default=0.2,
+                      help="share of each benchmark held out as history for CARROT/Causal (default 0.2)")
+    cmp_.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")
+    cmp_.add_argument("--cache-dir", default=None, help="embedding cache (default ~/.cache/slarouter)")
+    cmp_.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
+    cmp_.add_argument("--backend", choices=["local", "ray"], default="local")
+    cmp_.add_argument("--jobs", type=int, default=1, help="worker processes / Ray CPUs (default 1)")
+    cmp_.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local runtime)")
+    cmp_.add_argument("--out", default=None, help="tidy results, one row per run (.csv, .parquet or .json)")
+    cmp_.add_argument("--markdown", default=None, help="write the Table-2 report here (.md)")
+    cmp_.add_argument("--table-csv", default=None, help="write the aggregated table here (.csv)")
+    cmp_.set_defaults(func=cmd_compare)
     return p
 
 

@@ -1,14 +1,37 @@
-"""Runs over benchmarks x seeds, with tidy results (one row per run) and aggregation."""
+"""Experiment runner: datasets x benchmarks x methods x seeds x parameters, tidy results.
+
+The comparison of the paper (Table 2) as a grid of independent runs. One run = one
+(dataset, benchmark, feedback rate, seed, method spec). Per benchmark and seed the rows
+are split once (:func:`baselines.split_history`, seeded) into a history split for the
+offline methods and a stream every method is evaluated on; online methods get the same
+stream with the same feedback plan. Alpha is fixed per benchmark from the *full*
+benchmark (default: midpoint of the two most expensive models' accuracy).
+
+API for scripts and the dashboard::
+
+    ds = load_dataset("../shared/data/messplus_llama3", encoder="minilm")
+    cfg = GridConfig(methods=expand_presets(["single", "oracle", "slarouter"]),
+                     exclude_benchmarks=("mmlu_abstract_algebra",))
+    rows = run_grid(ds, cfg, backend="local", n_jobs=2, progress=lambda done, total: ...)
+    agg = aggregate(rows)                       # mean +- std over seeds, SLA, cheapest
+    print(format_overview(agg)); print(format_table(agg))
+
+``rows`` has one row per run (see :data:`ROW_COLUMNS`); it does not depend on the
+backend, the number of jobs, or the completion order. See ``docs/EXPERIMENTS.md``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from .baselines import METHODS, PAPER_V, REFERENCE_METHODS, check_params, info_json, split_history
 from .data import RoutingData, load_parquet, midpoint_alpha
 from .importers import load_messplus
 from .router import RouterConfig
@@ -16,10 +39,19 @@ from .simulator import PAPER_SEEDS, SimulationConfig, simulate
 
 ProgressFn = Callable[[int, int], None]
 
+#: the benchmark the paper comparison leaves out of the shared data (100 rows)
+PAPER_EXCLUDE = ("mmlu_abstract_algebra",)
+#: methods with a virtual queue (post-convergence satisfaction is defined for them)
+QUEUE_METHODS = frozenset({"messplus", "slarouter"})
+#: share of each benchmark used as the offline methods' history split
+DEFAULT_HISTORY_FRACTION = 0.2
+
 
 def load_any(path: str | Path, cost: str = "energy_joules") -> RoutingData:
     """A canonical parquet file, or MESS+ logs (a .csv/.json/.jsonl file or a folder)."""
     p = Path(path)
+    if not p.exists():
+        raise ValueError(f"data not found: {p}")
     if p.is_dir() or p.suffix.lower() in (".csv", ".json", ".jsonl"):
         return load_messplus(p, cost=cost)
     return load_parquet(p, cost=cost)
@@ -34,14 +66,360 @@ def resolve_alpha(alpha: float | str, data: RoutingData) -> float:
             alpha = float(alpha)
         except ValueError:
             raise ValueError(f"alpha must be a number in (0, 1) or 'midpoint', got {alpha!r}") from None
-    return alpha
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be a number in (0, 1) or 'midpoint', got {alpha!r}")
+    return float(alpha)
 
 
+# -- method specs -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method of :data:`baselines.METHODS` with fixed params, e.g.
+    ``MethodSpec("slarouter", {"V": 1e-5})``. ``single`` without a ``model`` param
+    expands to one run per model of each dataset. ``label`` names it in tables."""
+
+    method: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}: choose from {', '.join(METHODS)}")
+        if not isinstance(self.params, Mapping):
+            raise TypeError("params must be a mapping")
+        object.__setattr__(self, "params", dict(self.params))
+        try:
+            json.dumps(self.params)
+        except TypeError:
+            raise ValueError(f"params of {self.method} must be JSON values (numbers, strings, lists, dicts)") from None
+
+    @property
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.method
+        return f"{self.method}(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+
+    def params_json(self) -> str:
+        return json.dumps(self.params, sort_keys=True)
+
+
+#: named method specs for the CLI and the dashboard (``single`` expands per model)
+PRESETS: dict[str, MethodSpec] = {
+    "single": MethodSpec("single"),
+    "random": MethodSpec("random", label="random"),
+    "static_mixture": MethodSpec("static_mixture", label="static mixture"),
+    "oracle": MethodSpec("oracle", label="oracle"),
+    "messplus": MethodSpec("messplus", label="MESS+"),
+    "carrot": MethodSpec("carrot", label="CARROT"),
+    "causal": MethodSpec("causal", label="Causal"),
+    "slarouter": MethodSpec("slarouter", {"V": PAPER_V}, label="SLARouter (fixed V)"),
+    "slarouter_ddv": MethodSpec("slarouter", {}, label="SLARouter (data-driven V)"),
+}
+#: every preset, in the paper's table order
+DEFAULT_METHODS: tuple[MethodSpec, ...] = tuple(PRESETS[k] for k in (
+    "single", "random", "static_mixture", "oracle", "carrot", "causal", "messplus", "slarouter", "slarouter_ddv"))
+
+
+def parse_method(text: str) -> MethodSpec:
+    """A preset name, or ``method:key=value,key=value`` (values read as JSON when they
+    parse, e.g. ``slarouter:V=0.0001,mode=paper`` or ``carrot:mu=0.5``)."""
+    text = text.strip()
+    if text in PRESETS:
+        return PRESETS[text]
+    name, _, rest = text.partition(":")
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}: use a preset ({', '.join(PRESETS)}) "
+                         f"or method:key=value with a method of {', '.join(METHODS)}")
+    params: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"bad method parameter {item!r} in {text!r}: use key=value")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return MethodSpec(name, params)
+
+
+def expand_presets(names: Iterable[str]) -> tuple[MethodSpec, ...]:
+    return tuple(parse_method(n) for n in names)
+
+
+# -- grid ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GridConfig:
+    """What to run. ``benchmarks`` None means every benchmark of each dataset except
+    ``exclude_benchmarks``; ``feedback_rates`` and several specs of one method (different
+    params) are the parameter axes of the grid."""
+
+    methods: tuple[MethodSpec, ...] = DEFAULT_METHODS
+    seeds: tuple[int, ...] = PAPER_SEEDS
+    benchmarks: tuple[str, ...] | None = None
+    exclude_benchmarks: tuple[str, ...] = ()
+    feedback_rates: tuple[float, ...] = (0.2,)
+    alpha: float | str = "midpoint"
+    history_fraction: float = DEFAULT_HISTORY_FRACTION
+
+    def __post_init__(self) -> None:
+        for name in ("methods", "seeds", "feedback_rates", "exclude_benchmarks"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.benchmarks is not None:
+            object.__setattr__(self, "benchmarks", tuple(self.benchmarks))
+            if not self.benchmarks:
+                raise ValueError("benchmarks is empty: give at least one, or None for all")
+        if not self.methods or not all(isinstance(m, MethodSpec) for m in self.methods):
+            raise ValueError("methods must be a non-empty sequence of MethodSpec")
+        if not self.seeds:
+            raise ValueError("give at least one seed")
+        for s in self.seeds:
+            if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+                raise ValueError(f"seeds must be non-negative integers, got {s!r}")
+        if not self.feedback_rates:
+            raise ValueError("give at least one feedback rate")
+        for r in self.feedback_rates:
+            if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r <= 1.0:
+                raise ValueError(f"feedback rates must be in [0, 1], got {r!r}")
+        if self.alpha != "midpoint":
+            resolve_alpha(self.alpha, None)  # type: ignore[arg-type]  # validates the number
+        f = self.history_fraction
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f < 1.0:
+            raise ValueError(f"history_fraction must be in [0, 1), got {f!r}")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A named dataset with one embedding row per request."""
+
+    name: str
+    data: RoutingData
+    embeddings: np.ndarray
+
+    def __post_init__(self) -> None:
+        emb = np.asarray(self.embeddings)
+        if emb.ndim != 2 or emb.shape[0] != self.data.n_requests:
+            raise ValueError(f"embeddings of {self.name!r} must be (n_requests={self.data.n_requests}, D), "
+                             f"got {emb.shape}")
+
+
+def load_dataset(path: str | Path, encoder: str = "minilm", cost: str = "energy_joules",
+                 cache_dir: str | Path | None = None, name: str | None = None,
+                 progress: ProgressFn | None = None) -> Dataset:
+    """Load data (``load_any``) and its embeddings (cached by ``EmbeddingCache``)."""
+    from .encoders import EmbeddingCache, get_encoder
+
+    data = load_any(path, cost=cost)
+    emb = EmbeddingCache(cache_dir).embed(data.texts, get_encoder(encoder), progress=progress)
+    return Dataset(name or Path(path).name, data, emb)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of the grid (what a worker receives besides its benchmark's data)."""
+
+    index: int
+    dataset: str
+    benchmark: str
+    alpha: float
+    seed: int
+    feedback_rate: float
+    history_fraction: float
+    spec: MethodSpec
+
+
+ERROR_POLICIES = ("raise", "record")
+
+ROW_COLUMNS = ("dataset", "benchmark", "method", "method_key", "params", "seed", "feedback_rate",
+               "history_fraction", "alpha", "n_stream", "n_history", "cost_unit", "stream_cost",
+               "training_cost", "operating_cost", "satisfaction", "post_convergence_satisfaction",
+               "sla_met", "explored", "feedback", "final_q", "final_v", "tuned")
+
+
+def _slim(data: RoutingData) -> RoutingData:
+    """The arrays the methods need, without the text columns (cheaper to ship)."""
+    keep = [c for c in ("doc_id", "benchmark") if c in data.frame.columns]
+    return replace(data, frame=data.frame[keep])
+
+
+def plan_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig
+              ) -> tuple[list[Task], dict[tuple[str, str], tuple[RoutingData, np.ndarray]]]:
+    """The runs of the grid, in a fixed order, and the per-benchmark payloads they use."""
+    if isinstance(datasets, Dataset):
+        datasets = [datasets]
+    if not datasets:
+        raise ValueError("no dataset given")
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"dataset names must be unique, got {names}")
+    tasks: list[Task] = []
+    payloads: dict[tuple[str, str], tuple[RoutingData, np.ndarray]] = {}
+    for ds in datasets:
+        if config.benchmarks is not None:
+            ds.data.select(config.benchmarks)  # unknown names are an error
+            benches = [b for b in config.benchmarks if b not in config.exclude_benchmarks]
+        else:
+            benches = [b for b in ds.data.benchmark_names if b not in config.exclude_benchmarks]
+        if not benches:
+            raise ValueError(f"no benchmark left to run in {ds.name!r}")
+        specs: list[MethodSpec] = []
+        for spec in config.methods:
+            check_params(spec.method, {k: v for k, v in spec.params.items()
+                                       if not (spec.method == "single" and k == "model")})
+            if spec.method == "single" and "model" not in spec.params:
+                specs.extend(MethodSpec("single", {"model": m}, label=f"{m} only") for m in ds.data.models)
+            else:
+                specs.append(spec)
+        bench_of = ds.data.benchmarks
+        emb = np.asarray(ds.embeddings, np.float32)
+        for b in benches:
+            sub = ds.data.select([b])
+            alpha = resolve_alpha(config.alpha, sub)
+            payloads[(ds.name, b)] = (_slim(sub), np.ascontiguousarray(emb[bench_of == b]))
+            for rate in config.feedback_rates:
+                for seed in config.seeds:
+                    for spec in specs:
+                        tasks.append(Task(len(tasks), ds.name, b, alpha, int(seed), float(rate),
+                                          float(config.history_fraction), spec))
+    return tasks, payloads
+
+
+def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
+    """One run: split, route the stream, and the tidy row (plain Python values)."""
+    from threadpoolctl import threadpool_limits
+
+    stream, stream_emb, history = split_history(data, embeddings, task.seed, task.history_fraction)
+    method = METHODS[task.spec.method]
+    with threadpool_limits(limits=1):  # small matrices: one BLAS thread per worker is fastest
+        try:
+            r = method(stream, stream_emb, task.alpha, task.seed, task.feedback_rate,
+                       history=history, **task.spec.params)
+        except TypeError as exc:
+            raise ValueError(f"bad parameters for {task.spec.method}: {exc}") from None
+    s = r.summary
+    scale = 1e-6 if s.cost_unit == "J" else 1.0
+    row = {
+        "dataset": task.dataset, "benchmark": task.benchmark, "method": task.spec.name,
+        "method_key": task.spec.method, "params": task.spec.params_json(), "seed": task.seed,
+        "feedback_rate": task.feedback_rate, "history_fraction": task.history_fraction,
+        "alpha": task.alpha, "n_stream": stream.n_requests, "n_history": history.n,
+        "cost_unit": s.display_unit, "stream_cost": s.operating_cost * scale,
+        "training_cost": r.extra_cost * scale, "operating_cost": r.total_cost * scale,
+        "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
+        "sla_met": bool(s.satisfaction >= task.alpha), "explored": s.explored, "feedback": s.feedback,
+        "final_q": s.final_q, "final_v": s.final_v, "tuned": info_json(r.info),
+    }
+    for m, ratio in zip(s.models, s.call_ratio):
+        row[f"calls_{m}"] = ratio
+    return row
+
+
+def _error_row(task: Task, data: RoutingData, message: str) -> dict:
+    row = {c: np.nan for c in ROW_COLUMNS}
+    row.update({"dataset": task.dataset, "benchmark": task.benchmark, "method": task.spec.name,
+                "method_key": task.spec.method, "params": task.spec.params_json(), "seed": task.seed,
+                "feedback_rate": task.feedback_rate, "history_fraction": task.history_fraction,
+                "alpha": task.alpha, "sla_met": False, "tuned": "{}", "error": message})
+    for m in data.models:
+        row[f"calls_{m}"] = np.nan
+    return row
+
+
+def _run_indexed(task: Task, payload: tuple[RoutingData, np.ndarray], on_error: str = "raise") -> tuple[int, dict]:
+    try:
+        return task.index, run_task(task, *payload)
+    except ValueError as exc:
+        if on_error == "raise":
+            raise ValueError(f"{task.spec.name} on {task.dataset}/{task.benchmark}, seed {task.seed}: {exc}") from None
+        return task.index, _error_row(task, payload[0], str(exc))
+
+
+def run_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig = GridConfig(), *,
+             backend: str = "local", n_jobs: int = 1, progress: ProgressFn | None = None,
+             ray_address: str | None = None, on_error: str = "raise") -> pd.DataFrame:
+    """Run every task of the grid; one tidy row per run, in the grid's fixed order.
+
+    ``backend="local"``: ``n_jobs`` worker processes with joblib (1: in this process).
+    ``backend="ray"``: a Ray runtime (``ray_address`` to join a cluster; otherwise a local
+    one with ``n_jobs`` CPUs is started when none is running, and shut down afterwards).
+    ``progress(done, total)`` is called after each finished run (from this process).
+    Results are identical across backends and job counts: every random draw derives
+    from the run's seed.
+
+    Unknown methods or params fail before anything runs. A run that fails on its data
+    (e.g. Causal with no labelled row in a tiny history) raises, naming the run, with
+    ``on_error="raise"``; with ``on_error="record"`` it becomes a row with an ``error``
+    message and empty metrics (``aggregate`` skips such rows), and the grid goes on.
+    """
+    if on_error not in ERROR_POLICIES:
+        raise ValueError(f"on_error must be one of {ERROR_POLICIES}, got {on_error!r}")
+    tasks, payloads = plan_grid(datasets, config)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
+    total = len(tasks)
+    rows: list[dict | None] = [None] * total
+    done = 0
+
+    def finished(i: int, row: dict) -> None:
+        nonlocal done
+        rows[i] = row
+        done += 1
+        if progress:
+            progress(done, total)
+
+    if backend == "local":
+        if n_jobs == 1:
+            for t in tasks:
+                finished(*_run_indexed(t, payloads[(t.dataset, t.benchmark)], on_error))
+        else:
+            from joblib import Parallel, delayed
+
+            par = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+            for i, row in par(delayed(_run_indexed)(t, payloads[(t.dataset, t.benchmark)], on_error)
+                              for t in tasks):
+                finished(i, row)
+    elif backend == "ray":
+        _run_ray(tasks, payloads, n_jobs, ray_address, finished, on_error)
+    else:
+        raise ValueError(f"unknown backend {backend!r}: use 'local' or 'ray'")
+    return pd.DataFrame(rows)
+
+
+def _run_ray(tasks, payloads, n_jobs: int, address: str | None, finished, on_error: str) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("backend 'ray' needs Ray: install the optional extra (pip install 'slarouter[ray]')") from None
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = n_jobs
+        ray.init(**kwargs)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(_run_indexed)
+        refs = {key: ray.put(p) for key, p in payloads.items()}
+        pending = [remote.remote(t, refs[(t.dataset, t.benchmark)], on_error) for t in tasks]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                finished(*ray.get(ref))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# -- the old SLARouter-only grid (CLI ``simulate``) ----------------------------------------
 def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: RouterConfig | None = None,
                        alpha: float | str = "midpoint", benchmarks: Sequence[str] | None = None,
                        seeds: Iterable[int] = PAPER_SEEDS, feedback_rate: float = 0.2,
                        per_benchmark: bool = True, progress: ProgressFn | None = None) -> pd.DataFrame:
-    """SLARouter on each benchmark's own stream (or one mixed stream) for every seed."""
+    """SLARouter on each benchmark's own stream (or one mixed stream) for every seed,
+    on the whole benchmark (no history split; see :func:`run_grid` for the comparison)."""
     names = list(benchmarks) if benchmarks else data.benchmark_names
     data.select(names)  # validates the names
     groups = [[b] for b in names] if per_benchmark else [names]
@@ -72,35 +450,226 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
     return pd.DataFrame(rows)
 
 
+# -- aggregation and reports --------------------------------------------------------------
+def _group_keys(results: pd.DataFrame) -> list[str]:
+    keys = [k for k in ("dataset", "benchmark", "feedback_rate") if k in results.columns]
+    return keys
+
+
 def aggregate(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds per (benchmark, method); SLA judged on the mean."""
-    keys = [k for k in ("benchmark", "method") if k in results.columns]
+    """Mean and std over seeds per (dataset, benchmark, feedback rate, method).
+
+    ``sla_met``: mean satisfaction >= alpha (the paper's colouring). ``reference``: the
+    clairvoyant oracle and static mixture (they read stream labels or stream means, so
+    they are bounds, not routers). ``cheapest``: per group, the deployable method with
+    the lowest mean operating cost among those meeting the SLA. Costs include the
+    offline methods' training cost (column ``training_cost_mean`` shows it).
+    """
+    if "error" in results.columns:
+        results = results[results["error"].isna()]
+    if results.empty:
+        raise ValueError("no results to aggregate")
+    keys = _group_keys(results) + ["method"]
     call_cols = [c for c in results.columns if c.startswith("calls_")]
-    g = results.groupby(keys, sort=False)
-    out = g.agg(alpha=("alpha", "first"), seeds=("seed", "count"),
+    g = results.groupby(keys, sort=False, dropna=False)
+    spec = dict(alpha=("alpha", "first"), seeds=("seed", "count"),
                 cost_mean=("operating_cost", "mean"), cost_std=("operating_cost", "std"),
                 satisfaction_mean=("satisfaction", "mean"), satisfaction_std=("satisfaction", "std"),
                 post_convergence_mean=("post_convergence_satisfaction", "mean"),
-                cost_unit=("cost_unit", "first")).reset_index()
+                converged=("post_convergence_satisfaction", "count"),
+                cost_unit=("cost_unit", "first"))
+    if "training_cost" in results.columns:
+        spec["training_cost_mean"] = ("training_cost", "mean")
+    if "method_key" in results.columns:
+        spec["method_key"] = ("method_key", "first")
+    out = g.agg(**spec).reset_index()
     for c in call_cols:
         out[c] = g[c].mean().to_numpy()
+    if "method_key" in out.columns:  # only queue-based methods have a convergence point
+        out.loc[~out["method_key"].isin(QUEUE_METHODS), ["post_convergence_mean", "converged"]] = np.nan
+    out["cost_std"] = out["cost_std"].fillna(0.0)
+    out["satisfaction_std"] = out["satisfaction_std"].fillna(0.0)
     out["sla_met"] = out["satisfaction_mean"] >= out["alpha"]
+    out["reference"] = out["method_key"].isin(REFERENCE_METHODS) if "method_key" in out else False
+    out["cheapest"] = False
+    gk = _group_keys(out)
+    for _, idx in (out.groupby(gk, sort=False).groups.items() if gk else [(None, out.index)]):
+        cand = out.loc[idx]
+        cand = cand[cand["sla_met"] & ~cand["reference"]]
+        if len(cand):
+            out.loc[cand["cost_mean"].idxmin(), "cheapest"] = True
     return out
 
 
+def _fmt_group_title(r: pd.Series, keys: list[str]) -> str:
+    parts = []
+    if "dataset" in keys:
+        parts.append(str(r["dataset"]))
+    if "benchmark" in keys:
+        parts.append(f"**{r['benchmark']}**")
+    title = " / ".join(parts) if parts else "all"
+    extra = f"alpha = {100 * r['alpha']:.1f}%"
+    if "feedback_rate" in keys:
+        extra += f", feedback rate {r['feedback_rate']:g}"
+    return f"{title} ({extra})"
+
+
+def _fmt_post(r: pd.Series) -> str:
+    """Post-convergence satisfaction over the seeds whose queue converged ("k/n seeds");
+    "not converged" when the queue still peaks in the stream's last 5% for every seed;
+    "–" for methods without a queue."""
+    conv = r.get("converged", np.nan)
+    if pd.isna(conv):
+        return "–" if pd.isna(r.get("post_convergence_mean", np.nan)) else f"{100 * r['post_convergence_mean']:.1f}"
+    if conv == 0:
+        return "not converged"
+    return f"{100 * r['post_convergence_mean']:.1f} ({int(conv)}/{int(r['seeds'])} seeds)"
+
+
 def format_table(agg: pd.DataFrame) -> str:
-    """A Markdown table in the shape of the paper's Table 2."""
+    """Markdown in the shape of the paper's Table 2: one table per benchmark, rows =
+    methods; operating cost (incl. training cost) and request satisfaction as mean ± std
+    over seeds, post-convergence satisfaction (queue methods), model call ratio, SLA met/missed; the cheapest deployable method meeting
+    the SLA in bold and marked "cheapest"; reference bounds marked "(ref)"."""
     call_cols = [c for c in agg.columns if c.startswith("calls_")]
     models = "/".join(c[len("calls_"):] for c in call_cols)
     unit = agg["cost_unit"].iloc[0] if len(agg) else "MJ"
-    lines = [f"| benchmark | method | alpha | operating cost ({unit}) | request satisfaction (%) | "
-             f"model call ratio ({models}) | SLA |",
-             "|---|---|---|---|---|---|---|"]
-    for _, r in agg.iterrows():
-        std_c = 0.0 if pd.isna(r["cost_std"]) else r["cost_std"]
-        std_s = 0.0 if pd.isna(r["satisfaction_std"]) else r["satisfaction_std"]
-        ratio = "/".join(f"{100 * r[c]:.0f}%" for c in call_cols)
-        lines.append(f"| {r['benchmark']} | {r['method']} | {r['alpha']:.3f} | {r['cost_mean']:.3f} ± {std_c:.3f} | "
-                     f"{100 * r['satisfaction_mean']:.1f} ± {100 * std_s:.1f} | {ratio} | "
-                     f"{'met' if r['sla_met'] else 'missed'} |")
+    keys = _group_keys(agg)
+    blocks = []
+    groups = agg.groupby(keys, sort=False) if keys else [(None, agg)]
+    for _, block in groups:
+        first = block.iloc[0]
+        lines = [_fmt_group_title(first, keys), "",
+                 f"| method | operating cost ({unit}) | request satisfaction (%) | post-conv. (%) | "
+                 f"model call ratio ({models}) | SLA |",
+                 "|---|---|---|---|---|---|"]
+        for _, r in block.iterrows():
+            ratio = "/".join("-" if pd.isna(r[c]) else f"{100 * r[c]:.0f}%" for c in call_cols)
+            name = str(r["method"]) + (" (ref)" if r.get("reference", False) else "")
+            cost = f"{r['cost_mean']:.3f} ± {r['cost_std']:.3f}"
+            sat = f"{100 * r['satisfaction_mean']:.1f} ± {100 * r['satisfaction_std']:.1f}"
+            post = _fmt_post(r)
+            sla = "met" if r["sla_met"] else "missed"
+            if r.get("cheapest", False):
+                name, cost, sat, sla = f"**{name}**", f"**{cost}**", f"**{sat}**", "**met, cheapest**"
+            lines.append(f"| {name} | {cost} | {sat} | {post} | {ratio} | {sla} |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def overview(agg: pd.DataFrame) -> pd.DataFrame:
+    """Per method across benchmarks: SLA met count, cheapest count, mean satisfaction
+    minus alpha (points), and the geometric mean of its cost over the static mixture's
+    and the oracle's cost on the same benchmark (when those were run)."""
+    keys = _group_keys(agg)
+    ref_cost = {}
+    for key in ("static_mixture", "oracle"):
+        if "method_key" in agg.columns and (agg["method_key"] == key).any():
+            ref_cost[key] = agg[agg["method_key"] == key].set_index(keys)["cost_mean"]
+    rows = []
+    for method, block in agg.groupby("method", sort=False):
+        row = {"method": method, "benchmarks": len(block), "sla_met": int(block["sla_met"].sum()),
+               "cheapest": int(block["cheapest"].sum()),
+               "satisfaction_minus_alpha_pp": float(100 * (block["satisfaction_mean"] - block["alpha"]).mean()),
+               "cost_mean": float(block["cost_mean"].mean())}
+        for key, series in ref_cost.items():
+            ratio = block.set_index(keys)["cost_mean"] / series.reindex(block.set_index(keys).index)
+            ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+            row[f"cost_vs_{key}"] = float(np.exp(np.log(ratio).mean())) if len(ratio) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def format_overview(agg: pd.DataFrame) -> str:
+    ov = overview(agg)
+    cols = [c for c in ("cost_vs_static_mixture", "cost_vs_oracle") if c in ov.columns]
+    head = ("| method | SLA met | cheapest | satisfaction − alpha (pp, mean) | mean cost |"
+            + "".join(f" cost ÷ {c[len('cost_vs_'):].replace('_', ' ')} (geo. mean) |" for c in cols))
+    lines = [head, "|---|---|---|---|---|" + "---|" * len(cols)]
+    unit = agg["cost_unit"].iloc[0] if len(agg) else ""
+    for _, r in ov.iterrows():
+        line = (f"| {r['method']} | {r['sla_met']}/{r['benchmarks']} | {r['cheapest']} | "
+                f"{r['satisfaction_minus_alpha_pp']:+.1f} | {r['cost_mean']:.3f} {unit} |")
+        line += "".join(f" {r[c]:.2f}× |" for c in cols)
+        lines.append(line)
     return "\n".join(lines)
+
+
+def gaps(agg: pd.DataFrame, method_key: str = "slarouter") -> pd.DataFrame:
+    """Per benchmark, each method of ``method_key`` next to the references: satisfaction
+    minus alpha (points), SLA met, and its cost divided by the static mixture's, the
+    oracle's and the cheapest compliant method's cost on the same benchmark."""
+    if "method_key" not in agg.columns:
+        raise ValueError("gaps() needs runner results (a method_key column)")
+    keys = _group_keys(agg)
+    rows = []
+    for _, block in (agg.groupby(keys, sort=False) if keys else [(None, agg)]):
+        def cost_of(mask):
+            sel = block[mask]
+            return float(sel["cost_mean"].iloc[0]) if len(sel) else math.nan
+
+        mix = cost_of(block["method_key"] == "static_mixture")
+        orc = cost_of(block["method_key"] == "oracle")
+        best = block[block["cheapest"]]
+        for _, r in block[block["method_key"] == method_key].iterrows():
+            row = {k: r[k] for k in keys}
+            row.update(method=r["method"], alpha=r["alpha"],
+                       gap_pp=100 * (r["satisfaction_mean"] - r["alpha"]), sla_met=bool(r["sla_met"]),
+                       cost=r["cost_mean"], cost_vs_static_mixture=r["cost_mean"] / mix,
+                       cost_vs_oracle=r["cost_mean"] / orc,
+                       cheapest_compliant=(best["method"].iloc[0] if len(best) else "none"),
+                       cost_vs_cheapest_compliant=(r["cost_mean"] / best["cost_mean"].iloc[0] if len(best) else math.nan))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def format_gaps(agg: pd.DataFrame, method_key: str = "slarouter") -> str:
+    g = gaps(agg, method_key)
+    if g.empty:
+        return f"(no {method_key} runs)"
+    unit = agg["cost_unit"].iloc[0]
+    lines = [f"| benchmark | method | alpha (%) | satisfaction − alpha (pp) | SLA | cost ({unit}) | "
+             "÷ static mixture | ÷ oracle | cheapest compliant (÷ its cost) |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in g.iterrows():
+        bench = r.get("benchmark", "all")
+        cc = r["cheapest_compliant"]
+        cc = f"{cc} ({r['cost_vs_cheapest_compliant']:.2f}×)" if cc != "none" else "none"
+        lines.append(f"| {bench} | {r['method']} | {100 * r['alpha']:.1f} | {r['gap_pp']:+.1f} | "
+                     f"{'met' if r['sla_met'] else 'missed'} | {r['cost']:.3f} | {r['cost_vs_static_mixture']:.2f}× | "
+                     f"{r['cost_vs_oracle']:.2f}× | {cc} |")
+    return "\n".join(lines)
+
+
+def write_results(results: pd.DataFrame, path: str | Path) -> Path:
+    """Tidy rows to ``.parquet`` or ``.csv`` (by suffix)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if p.suffix.lower() == ".parquet":
+        results.to_parquet(p, index=False)
+    elif p.suffix.lower() == ".csv":
+        results.to_csv(p, index=False)
+    elif p.suffix.lower() == ".json":
+        p.write_text(results.to_json(orient="records", indent=2))
+    else:
+        raise ValueError(f"results file must end in .csv, .parquet or .json, got {p.name}")
+    return p
+
+
+def write_report(results: pd.DataFrame, markdown: str | Path | None = None,
+                 table_csv: str | Path | None = None) -> str:
+    """The Table-2 report as Markdown (overview + per-benchmark tables); optionally
+    written to ``markdown`` and the aggregated table to ``table_csv``. Returns the text."""
+    agg = aggregate(results)
+    text = "### Overview\n\n" + format_overview(agg) + "\n\n"
+    if "method_key" in agg.columns and (agg["method_key"] == "slarouter").any():
+        text += "### SLARouter against the references\n\n" + format_gaps(agg) + "\n\n"
+    text += "### Per benchmark\n\n" + format_table(agg) + "\n"
+    if markdown:
+        p = Path(markdown)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    if table_csv:
+        p = Path(table_csv)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        agg.to_csv(p, index=False)
+    return text
