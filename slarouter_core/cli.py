@@ -58,6 +58,25 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _feedback_kwargs(args: argparse.Namespace) -> dict:
+    """The feedback model for ``simulate`` (helper C's options); {} for today's IID."""
+    import inspect
+
+    from .feedback import FeedbackConfig
+    from .judge import JUDGE_PRESETS
+
+    fcfg = FeedbackConfig(kind=args.feedback, burst_length=args.burst_length, on_fraction=args.on_fraction,
+                          negative_ratio=args.negative_ratio, delay=args.delay, drift_mix=args.drift_mix,
+                          judge=JUDGE_PRESETS[args.judge] if args.judge else None)
+    fcfg.check_rate(args.feedback_rate)
+    if fcfg == FeedbackConfig():
+        return {}
+    if "feedback" not in inspect.signature(run_slarouter_grid).parameters:
+        raise ValueError("this runner cannot simulate feedback models yet; use "
+                         "benchmarks/bench_sla.py --feedback ... meanwhile")
+    return {"feedback": fcfg}
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .router import RouterConfig
 
@@ -69,11 +88,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         probe = 0.5 if alpha == "midpoint" else float(alpha)
     except ValueError:
         raise ValueError(f"--alpha must be a number in (0, 1) or 'midpoint', got {alpha!r}") from None
-    router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps)  # validates early
+    router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps,
+                          mode=args.mode)  # validates early
+    fb_kw = _feedback_kwargs(args)
     emb = _embed(data, args.encoder, args.cache_dir)
     results = run_slarouter_grid(data, emb, router=router, alpha=alpha, benchmarks=args.benchmark,
                                  seeds=args.seeds, feedback_rate=args.feedback_rate,
-                                 per_benchmark=not args.mixed, progress=_progress("runs"))
+                                 per_benchmark=not args.mixed, progress=_progress("runs"), **fb_kw)
     table = format_table(aggregate(results))
     print(table)
     if args.out:
@@ -156,6 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
     sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
     sim.add_argument("--out", default=None, help="results file (.csv or .json)")
+    sim.add_argument("--mode", default="paper", choices=["paper", "guarded"],
+                     help="paper: Algorithm 1 as published; guarded: the improved router (docs/IMPROVED.md)")
+    sim.add_argument("--feedback", default="iid", choices=["iid", "bursty", "negative", "delayed", "drift"],
+                     help="how users give feedback (default iid)")
+    sim.add_argument("--judge", default=None, choices=["acpbench", "gpqa"],
+                     help="labels come from a simulated LLM judge with the paper's error rates")
+    sim.add_argument("--burst-length", type=float, default=50.0, help="bursty: mean on-period (requests)")
+    sim.add_argument("--on-fraction", type=float, default=0.25, help="bursty: share of time in bursts")
+    sim.add_argument("--negative-ratio", type=float, default=3.0,
+                     help="negative: thumbs-down this many times likelier than thumbs-up")
+    sim.add_argument("--delay", type=float, default=50.0, help="delayed: steps until feedback arrives")
+    sim.add_argument("--drift-mix", type=float, default=0.1, help="drift: share mixed across the switch")
     sim.set_defaults(func=cmd_simulate)
 
     cmp_ = sub.add_parser("compare", help="SLARouter vs the baselines (paper Table 2) over benchmarks and seeds")

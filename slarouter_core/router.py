@@ -24,6 +24,8 @@ from .predictor import PredictorConfig, SatisfactionPredictor
 
 NO_FEEDBACK = -1
 POLICY_PAGE = 4096
+MODES = ("paper", "guarded")
+LATE_WINDOW = 100_000
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,36 @@ class RouterConfig:
     ``V`` fixed when given; otherwise data-driven ``V = q_max * eps / DeltaC`` with DeltaC
     the running mean cost gap between the cheapest and the most expensive model (in the
     cost unit of the data, e.g. joules).
+
+    ``mode="paper"`` is Algorithm 1 as published (the fields below it are ignored).
+    ``mode="guarded"`` is our improved router (docs/IMPROVED.md); each change is a switch:
+
+    * ``queue_update``: ``"dr"`` doubly-robust queue step ``shat + (s - shat) / phi_hat``
+      on feedback steps (``phi_hat`` the running feedback rate), ``shat`` otherwise;
+      ``"paper"``: the paper's substitution (``s`` if feedback else ``shat``).
+    * ``bank_surplus``: the queue is the cumulative deficit sum(alpha - s_used), not
+      truncated at 0 (a surplus earned early is kept), so the SLA is targeted on the whole
+      stream's count; the decision uses ``max(0, deficit + margin)``.
+    * ``margin_z``: target a lower confidence bound: margin = z * sqrt(estimated variance of
+      the queue's estimate of the cumulative satisfaction).
+    * ``learn_from_all``: the predictor learns from every feedback, not only exploration's.
+    * ``levels``: per-model Beta posteriors of accuracy (from all feedback, corrected by the
+      predictor's deviation) set the level; the predictor contributes only its centred
+      per-request deviation, weighted ``text_weight``.
+    * ``optimism``: upper-confidence bonus ``optimism * posterior sd`` on each model's
+      estimate, so untried models get tried (0 = posterior mean).
+    * ``guard_q``: escalate to the most expensive model while the decision queue exceeds
+      this (None = off).
+    * ``v_scale``: multiplies V (data-driven or fixed).
+    * ``train_every``: a training step after every this many new labels.
+    * ``prior_strength``: Beta(a, a) prior pseudo-count for each model's level.
+    * ``policy``: ``"argmin"`` the drift-plus-penalty rule (with the switches above);
+      ``"mixture"``: each step, the cheapest randomised mix of models (by running mean
+      cost) whose pessimistic levels (mean - ``pessimism`` * sd) reach the target rate
+      ``alpha + (deficit + margin) / horizon``; the most expensive model when none does.
+    * ``label_fpr`` / ``label_fnr``: known error rates of the feedback source (e.g. an LLM
+      judge); the queue and the levels then use the debiased label
+      ``(s - fpr) / (1 - fpr - fnr)``, unbiased for the true satisfaction. 0 = trusted.
     """
 
     alpha: float
@@ -40,8 +72,24 @@ class RouterConfig:
     V: float | None = None
     q_max: float = 30.0
     eps: float = 0.001
-    mode: Literal["paper"] = "paper"
+    mode: Literal["paper", "guarded"] = "paper"
     predictor: PredictorConfig = field(default_factory=PredictorConfig)
+    queue_update: Literal["dr", "paper"] = "dr"
+    bank_surplus: bool = True
+    margin_z: float = 3.0
+    learn_from_all: bool = True
+    levels: bool = True
+    text_weight: float = 1.0
+    optimism: float = 2.0
+    guard_q: float | None = 2.0
+    v_scale: float = 10.0
+    train_every: int = 8
+    prior_strength: float = 1.0
+    policy: Literal["argmin", "mixture"] = "argmin"
+    horizon: float = 200.0
+    pessimism: float = 1.0
+    label_fpr: float = 0.0
+    label_fnr: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or \
@@ -56,10 +104,35 @@ class RouterConfig:
                 v = getattr(self, name)
                 if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                     raise ValueError(f"{name} must be > 0 for data-driven V, got {v!r}")
-        if self.mode != "paper":
-            raise ValueError(f"unknown mode {self.mode!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r} (choose from {', '.join(MODES)})")
         if not isinstance(self.predictor, PredictorConfig):
             raise TypeError("predictor must be a PredictorConfig")
+        if self.queue_update not in ("dr", "paper"):
+            raise ValueError(f"queue_update must be 'dr' or 'paper', got {self.queue_update!r}")
+        for name in ("margin_z", "text_weight", "optimism", "pessimism"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        for name in ("label_fpr", "label_fnr"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 0.5:
+                raise ValueError(f"{name} must be in [0, 0.5), got {v!r}")
+        if self.policy not in ("argmin", "mixture"):
+            raise ValueError(f"policy must be 'argmin' or 'mixture', got {self.policy!r}")
+        for name in ("v_scale", "prior_strength", "horizon"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        if self.guard_q is not None and (isinstance(self.guard_q, bool) or
+                                         not isinstance(self.guard_q, (int, float)) or
+                                         not math.isfinite(self.guard_q) or self.guard_q < 0):
+            raise ValueError(f"guard_q must be a number >= 0 or None, got {self.guard_q!r}")
+        if isinstance(self.train_every, bool) or int(self.train_every) != self.train_every or self.train_every < 1:
+            raise ValueError(f"train_every must be a positive integer, got {self.train_every!r}")
+        for name in ("bank_surplus", "learn_from_all", "levels"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False")
 
     @property
     def data_driven_v(self) -> bool:
@@ -77,6 +150,19 @@ class RouterConfig:
         return cls(**d)
 
 
+#: the improved mode with every switch off is not the paper; these are its ablations
+GUARDED_SWITCHES: dict[str, dict] = {
+    "queue_update": {"queue_update": "paper"},
+    "bank_surplus": {"bank_surplus": False},
+    "margin_z": {"margin_z": 0.0},
+    "learn_from_all": {"learn_from_all": False},
+    "levels": {"levels": False},
+    "optimism": {"optimism": 0.0},
+    "guard_q": {"guard_q": None},
+    "v_scale": {"v_scale": 1.0},
+}
+
+
 @dataclass(frozen=True)
 class Decision:
     """What the router chose for request ``t`` and why."""
@@ -90,6 +176,7 @@ class Decision:
     q: float
     v: float
     alpha: float
+    escalated: bool = False
 
     @property
     def scores(self) -> np.ndarray:
@@ -117,6 +204,41 @@ class BlockTrace:
     q: np.ndarray
     v: np.ndarray
     trained: np.ndarray
+
+
+@dataclass
+class GuardedState:
+    """Guarded mode's running statistics (all O(M) numbers)."""
+
+    deficit: float
+    var_sum: float
+    r2sum: float
+    r2n: int
+    pending: int
+    lpos: np.ndarray
+    lcnt: np.ndarray
+    psum: np.ndarray
+    last_dev: np.ndarray
+    last_shat: np.ndarray
+    csum: np.ndarray
+
+    @classmethod
+    def empty(cls, M: int) -> "GuardedState":
+        return cls(0.0, 0.0, 0.0, 0, 0, np.zeros(M), np.zeros(M), np.zeros(M), np.zeros(M), np.zeros(M),
+                   np.zeros(M))
+
+    def to_meta(self) -> dict:
+        return {"deficit": repr(self.deficit), "var_sum": repr(self.var_sum), "r2sum": repr(self.r2sum),
+                "r2n": self.r2n, "pending": self.pending,
+                **{k: [repr(float(v)) for v in getattr(self, k)]
+                   for k in ("lpos", "lcnt", "psum", "last_dev", "last_shat", "csum")}}
+
+    @classmethod
+    def from_meta(cls, d: dict) -> "GuardedState":
+        arr = {k: np.array([float(v) for v in d[k]])
+               for k in ("lpos", "lcnt", "psum", "last_dev", "last_shat", "csum")}
+        return cls(float(d["deficit"]), float(d["var_sum"]), float(d["r2sum"]), int(d["r2n"]),
+                   int(d["pending"]), **arr)
 
 
 def exploration_probability(t: np.ndarray | int, c: float) -> np.ndarray | float:
@@ -150,6 +272,9 @@ class SLARouter:
         self._draws = np.zeros((0, 2))
         # eval-mode predictions for steps [start, start + len) under predictor version
         self._pred_cache: tuple[int, int, np.ndarray] | None = None
+        self.g = GuardedState.empty(self.n_models) if config.mode == "guarded" else None
+        # guarded mode: steps served without feedback, for feedback that arrives late
+        self._late: dict[int, tuple] = {}
 
     # -- helpers ----------------------------------------------------------------------
     def current_v(self) -> float:
@@ -198,6 +323,10 @@ class SLARouter:
         t = self.t + 1
         u_explore, u_choice = self._policy_draws(t - 1, t)[0]
         self._pred_cache = None
+        if self.g is not None:
+            decision = self._g_decide(t, c, self.predictor.predict(x), u_explore, u_choice)
+            self._pending = (decision, x)
+            return decision
         p = float(exploration_probability(t, self.config.c))
         explore = t == 1 or u_explore < p
         shat = self.predictor.predict(x)
@@ -220,6 +349,12 @@ class SLARouter:
             raise ValueError(f"feedback must be 1, 0 or None, got {feedback!r}")
         _, x = self._pending
         m = decision.model
+        if self.g is not None:
+            self._g_observe(decision.t, m, decision.explored, float(decision.shat[m]),
+                            float(self.g.last_dev[m]), x, None if feedback is None else float(feedback))
+            self.t = decision.t
+            self._pending = None
+            return
         s = float(feedback) if feedback is not None else float(decision.shat[m])
         self.q = max(0.0, self.q + self.config.alpha - s)
         if feedback is not None:
@@ -251,6 +386,8 @@ class SLARouter:
             raise ValueError(f"n must be in [0, {total}]")
         if np.shape(X) != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
             raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
+        if self.g is not None:
+            return self._g_run_block(X, costs, feedback, n)
         cfg = self.config
         t0 = self.t
         U = self._policy_draws(t0, t0 + n)
@@ -340,6 +477,202 @@ class SLARouter:
             i = j
         return total
 
+
+    # -- guarded mode (docs/IMPROVED.md) ----------------------------------------------
+    def decision_queue(self) -> float:
+        """Guarded mode: the queue the next decision uses, max(0, base + margin)."""
+        g, cfg = self.g, self.config
+        base = g.deficit if cfg.bank_surplus else self.q
+        return max(0.0, base + cfg.margin_z * math.sqrt(g.var_sum))
+
+    def _g_decide(self, t: int, c: np.ndarray, P: np.ndarray, u_explore: float, u_choice: float) -> Decision:
+        cfg, g, M = self.config, self.g, self.n_models
+        p = float(exploration_probability(t, cfg.c))
+        explore = t == 1 or u_explore < p
+        self.spread_sum += float(c[-1] - c[0])
+        v = self._v_for(self.spread_sum, t) * cfg.v_scale
+        P = np.asarray(P, np.float64)
+        g.psum += P
+        a0 = cfg.prior_strength
+        if cfg.levels:
+            dev = P - g.psum / t
+            A = a0 + g.lpos
+            B = a0 + g.lcnt - g.lpos
+            theta = A / (A + B)
+            shat = np.clip(theta + cfg.text_weight * dev, 1e-3, 1 - 1e-3)
+            sd = np.sqrt(theta * (1 - theta) / (A + B + 1))
+        else:
+            dev = np.zeros(M)
+            shat = P
+            sd = np.sqrt(P * (1 - P) / (g.lcnt + 2 * a0 + 1))
+        est = np.minimum(1.0, shat + cfg.optimism * sd)
+        qd = self.decision_queue()
+        escalated = False
+        g.csum += c
+        if explore:
+            m = min(int(u_choice * M), M - 1)
+        elif cfg.policy == "mixture":
+            A = a0 + g.lpos
+            B = a0 + g.lcnt - g.lpos
+            th = A / (A + B)
+            lcb = th - cfg.pessimism * np.sqrt(th * (1 - th) / (A + B + 1))
+            base = g.deficit if cfg.bank_surplus else self.q
+            target = cfg.alpha + (base + cfg.margin_z * math.sqrt(g.var_sum)) / cfg.horizon
+            m, escalated = _mixture_choice(g.csum / t, lcb, target, float(u_choice))
+            est = lcb
+        else:
+            m = int(np.argmin(v * c + qd * (cfg.alpha - est)))
+            if cfg.guard_q is not None and qd > cfg.guard_q and m != M - 1:
+                m, escalated = M - 1, True
+        g.last_dev = dev
+        g.last_shat = shat
+        return Decision(t=t, model=m, explored=bool(explore), p_explore=p, shat=est, costs=c,
+                        q=qd, v=v, alpha=cfg.alpha, escalated=escalated)
+
+    def _g_observe(self, t: int, m: int, explored: bool, est_m: float, dev_m: float,
+                   x: np.ndarray, f: float | None) -> float:
+        """Queue and learning update for step t; returns the s used in the queue."""
+        cfg, g = self.config, self.g
+        shat_m = float(g.last_shat[m])
+        phi = (self.n_feedback + 1.0) / (t + 1.0)
+        f_raw = f
+        if f is not None:
+            f = self._debias(f)
+        if cfg.queue_update == "dr":
+            s = shat_m + ((f - shat_m) / phi if f is not None else 0.0)
+        else:
+            s = f if f is not None else shat_m
+        g.deficit += cfg.alpha - s
+        self.q = max(0.0, self.q + cfg.alpha - s)
+        r2 = (g.r2sum + 0.25) / (g.r2n + 1.0)
+        g.var_sum += r2 * (1.0 - phi) / (phi if cfg.queue_update == "dr" else 1.0)
+        if f is None:
+            self._late[t] = (m, shat_m, dev_m, bool(explored), x)
+            if len(self._late) > LATE_WINDOW:
+                self._late.pop(next(iter(self._late)))
+        else:
+            self._g_absorb(m, shat_m, dev_m, bool(explored), x, f_raw)
+        return s
+
+    def _debias(self, f: float) -> float:
+        cfg = self.config
+        if cfg.label_fpr == 0.0 and cfg.label_fnr == 0.0:
+            return f
+        return (f - cfg.label_fpr) / (1.0 - cfg.label_fpr - cfg.label_fnr)
+
+    def _g_absorb(self, m: int, shat_m: float, dev_m: float, explored: bool, x: np.ndarray, f: float) -> bool:
+        cfg, g = self.config, self.g
+        self.n_feedback += 1
+        fd = self._debias(f)
+        g.r2sum += (fd - shat_m) ** 2
+        g.r2n += 1
+        g.lcnt[m] += 1
+        g.lpos[m] += min(1.0, max(0.0, fd - cfg.text_weight * dev_m))
+        if cfg.learn_from_all or explored:
+            self.predictor.add(x, m, f)
+            g.pending += 1
+            if g.pending >= cfg.train_every:
+                g.pending = 0
+                return self.predictor.train_step(self.buffer_rng)
+        return False
+
+    def late_feedback(self, t: int, feedback: int | float) -> None:
+        """Feedback that arrives after step ``t`` was observed without any.
+
+        Guarded mode applies the queue's correction now and learns from it; paper mode (the
+        published algorithm has no notion of late feedback) adds it to the predictor's data
+        if step t explored, and leaves the queue as it was.
+        """
+        if feedback not in (0, 1, True, False):
+            raise ValueError(f"feedback must be 1 or 0, got {feedback!r}")
+        rec = self._late.pop(int(t), None)
+        if rec is None:
+            raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
+        m, shat_m, dev_m, explored, x = rec
+        f = float(feedback)
+        if self.g is not None:
+            if self.config.queue_update == "dr":
+                phi = (self.n_feedback + 1.0) / (self.t + 1.0)
+                self.g.deficit -= (self._debias(f) - shat_m) / phi
+            self._g_absorb(m, shat_m, dev_m, explored, x, f)
+        else:
+            self.n_feedback += 1
+            if explored:
+                self.predictor.add(x, m, f)
+                self.predictor.train_step(self.buffer_rng)
+
+    def remember_for_late(self, decision: "Decision", x: np.ndarray) -> None:
+        """Paper mode: keep step ``decision.t`` so that :meth:`late_feedback` can use it."""
+        self._late[decision.t] = (decision.model, float(decision.shat[decision.model]), 0.0,
+                                  decision.explored, np.asarray(x, np.float32))
+        if len(self._late) > LATE_WINDOW:
+            self._late.pop(next(iter(self._late)))
+
+    def _g_run_block(self, X, costs, feedback, n) -> BlockTrace:
+        """Guarded mode's batched path: a compiled kernel runs the per-request rule over
+        stretches in which the predictor cannot change (between two training steps, and
+        within one prediction window); Python only feeds the predictor in between."""
+        cfg, g, M = self.config, self.g, self.n_models
+        t0 = self.t
+        U = np.ascontiguousarray(self._policy_draws(t0, t0 + n))
+        fb_n = np.ascontiguousarray(np.asarray(feedback[:n]), dtype=np.int8)
+        costs_n = np.ascontiguousarray(np.asarray(costs[:n], np.float64))
+        out_m = np.empty(n, np.int64)
+        out_f = np.zeros((n, 5))  # explored, shat served, s used, q after, v
+        out_dev = np.zeros(n)
+        learn = np.zeros(n, bool)
+        trained = np.zeros(n, bool)
+        st = np.array([self.spread_sum, g.deficit, g.var_sum, g.r2sum, g.r2n, self.q,
+                       self.n_feedback, g.pending], np.float64)
+        params = np.array([cfg.alpha, cfg.c, -1.0 if cfg.V is None else cfg.V, cfg.q_max, cfg.eps,
+                           cfg.v_scale, cfg.text_weight, cfg.optimism, cfg.margin_z,
+                           -1.0 if cfg.guard_q is None else cfg.guard_q, cfg.prior_strength,
+                           cfg.horizon, cfg.pessimism, cfg.label_fpr, cfg.label_fnr, cfg.train_every], np.float64)
+        flags = np.array([cfg.levels, cfg.bank_surplus, cfg.queue_update == "dr", cfg.learn_from_all,
+                          cfg.policy == "mixture"], np.bool_)
+        last_dev = g.last_dev.copy()
+        last_shat = g.last_shat.copy()
+        i = 0
+        while i < n:
+            P, p_start = self._g_window(X, i, t0)
+            stop = min(n, p_start + len(P))
+            j, due = _guarded_kernel(i, stop, t0, P, p_start, costs_n, fb_n, U, st, g.lpos, g.lcnt, g.psum,
+                                     g.csum, last_dev, last_shat, params, flags,
+                                     out_m, out_f, out_dev, learn)
+            for k in np.flatnonzero(learn[i:j]) + i:
+                self.predictor.add(X[k], int(out_m[k]), float(fb_n[k, out_m[k]]))
+            if due:
+                trained[j - 1] = self.predictor.train_step(self.buffer_rng)
+            i = j
+        (self.spread_sum, g.deficit, g.var_sum, g.r2sum, r2n, self.q, nfb, pending) = st.tolist()
+        g.r2n, self.n_feedback, g.pending = int(r2n), int(nfb), int(pending)
+        g.last_dev, g.last_shat = last_dev, last_shat
+        self.t = t0 + n
+        fb_served = fb_n[np.arange(n), out_m] if n else np.zeros(0, np.int8)
+        # steps without feedback stay open for late feedback, as in observe()
+        none = np.flatnonzero(fb_served == NO_FEEDBACK)
+        self._late.update(zip((t0 + none + 1).tolist(),
+                              zip(out_m[none].tolist(), out_f[none, 1].tolist(), out_dev[none].tolist(),
+                                  out_f[none, 0].astype(bool).tolist(), (X[k] for k in none))))
+        while len(self._late) > LATE_WINDOW:
+            self._late.pop(next(iter(self._late)))
+        return BlockTrace(model=out_m, explored=out_f[:, 0].astype(bool), feedback=fb_served.astype(np.int8),
+                          shat_served=out_f[:, 1].copy(), s_used=out_f[:, 2].copy(), q=out_f[:, 3].copy(),
+                          v=out_f[:, 4].copy(), trained=trained)
+
+    def _g_window(self, X, i: int, t0: int) -> tuple[np.ndarray, int]:
+        """Predictions from block row i to the end of its window (aligned to absolute
+        steps, so any chunking computes the same batches); cached per predictor version."""
+        a = t0 + i
+        version = self.predictor.version
+        cache = self._pred_cache
+        if cache is None or cache[0] != version or not (cache[1] <= a < cache[1] + len(cache[2])):
+            w = POLICY_PAGE // 16
+            stop = min(len(X), i + ((a // w + 1) * w - a))
+            self._pred_cache = cache = (version, a, self.predictor.predict(X[i:stop]))
+        off = a - cache[1]
+        return cache[2][off:], i
+
     # -- checkpoints ------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Full state to one safetensors file (tensors + JSON metadata); no pickle."""
@@ -358,6 +691,8 @@ class SLARouter:
             "buffer_rng": self.buffer_rng.bit_generator.state,
             "predictor": self.predictor.state_meta(),
         }
+        if self.g is not None:
+            meta["guarded"] = self.g.to_meta()
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         arrays = self.predictor.state_arrays()
@@ -392,9 +727,36 @@ class SLARouter:
             router._draws = np.array(tensors["router.policy_draws"], np.float64).reshape(-1, 2)
             router.buffer_rng.bit_generator.state = _int_state(meta["buffer_rng"])
             router.predictor = SatisfactionPredictor.from_state(meta["predictor"], tensors)
+            if router.g is not None:
+                router.g = GuardedState.from_meta(meta["guarded"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{p.name}: corrupt SLARouter checkpoint ({exc})") from None
         return router
+
+
+def _mixture_choice(cost: np.ndarray, level: np.ndarray, target: float, u: float) -> tuple[int, bool]:
+    """Cheapest randomised mix of at most two models whose levels reach ``target``;
+    ``u`` a uniform draw picks the model. Returns (model, escalated): escalated when no
+    mix reaches the target and the priciest model is served (the guard's assumption)."""
+    M = len(cost)
+    best, pick = math.inf, -1
+    for i in range(M):
+        if level[i] >= target and cost[i] < best:
+            best, pick = cost[i], i
+    lo_hi = None
+    for i in range(M):
+        for j in range(M):
+            if level[i] < target <= level[j] and cost[i] < cost[j]:
+                w = (target - level[i]) / (level[j] - level[i])
+                mix = cost[i] + w * (cost[j] - cost[i])
+                if mix < best:
+                    best, lo_hi = mix, (i, j, w)
+    if lo_hi is not None:
+        i, j, w = lo_hi
+        return (j if u < w else i), False
+    if pick >= 0:
+        return pick, False
+    return int(np.argmax(cost)), True
 
 
 def _json_default(o):
@@ -445,5 +807,160 @@ try:  # pragma: no cover - exercised whenever numba is installed
     from numba import njit
 
     _queue_kernel = njit(cache=True, nogil=True)(_queue_kernel)
+except ImportError:  # pragma: no cover
+    pass
+
+
+def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, lpos, lcnt, psum, csum, last_dev, last_shat,
+                    params, flags, out_m, out_f, out_dev, learn):
+    """Guarded mode's rule for block rows [i0, i1) with fixed predictions ``P`` (row i is
+    ``P[i - p0]``); the same arithmetic as ``SLARouter._g_decide``/``_g_observe``.
+
+    Stops after a step whose label completes ``train_every`` new labels; returns
+    (next row, training due). Compiled with numba when installed.
+    """
+    alpha, c, V, q_max, eps, v_scale, w, kappa, z, guard, a0, horizon, pess, fpr, fnr, every = params
+    levels, bank, dr, learn_all, mixture = flags
+    M = P.shape[1]
+    shat = np.empty(M)
+    est = np.empty(M)
+    dev = np.empty(M)
+    cm = np.empty(M)
+    lv = np.empty(M)
+    for i in range(i0, i1):
+        t = t0 + i + 1
+        p = min(1.0, c / (float(t) ** 0.25))
+        explore = t == 1 or U[i, 0] < p
+        st[0] += costs[i, M - 1] - costs[i, 0]
+        if V > 0:
+            v = V
+        elif st[0] <= 0:
+            v = q_max * eps
+        else:
+            v = q_max * eps / (st[0] / t)
+        v = v * v_scale
+        for j in range(M):
+            pj = P[i - p0, j]
+            psum[j] += pj
+            csum[j] += costs[i, j]
+            if levels:
+                A = a0 + lpos[j]
+                B = a0 + lcnt[j] - lpos[j]
+                th = A / (A + B)
+                dev[j] = pj - psum[j] / t
+                sh = th + w * dev[j]
+                sh = min(max(sh, 1e-3), 1 - 1e-3)
+                sd = np.sqrt(th * (1 - th) / (A + B + 1))
+            else:
+                dev[j] = 0.0
+                sh = pj
+                sd = np.sqrt(pj * (1 - pj) / (lcnt[j] + 2 * a0 + 1))
+            shat[j] = sh
+            est[j] = min(1.0, sh + kappa * sd)
+        base = st[1] if bank else st[5]
+        qd = max(0.0, base + z * np.sqrt(st[2]))
+        if explore:
+            m = min(int(U[i, 1] * M), M - 1)
+        elif mixture:
+            for j in range(M):
+                A = a0 + lpos[j]
+                B = a0 + lcnt[j] - lpos[j]
+                th = A / (A + B)
+                lv[j] = th - pess * np.sqrt(th * (1 - th) / (A + B + 1))
+                cm[j] = csum[j] / t
+            target = alpha + (base + z * np.sqrt(st[2])) / horizon
+            m = _mixture_pick(cm, lv, target, U[i, 1])
+        else:
+            m = 0
+            best = v * costs[i, 0] + qd * (alpha - est[0])
+            for j in range(1, M):
+                sc = v * costs[i, j] + qd * (alpha - est[j])
+                if sc < best:
+                    best = sc
+                    m = j
+            if guard >= 0 and qd > guard and m != M - 1:
+                m = M - 1
+        for j in range(M):
+            last_dev[j] = dev[j]
+            last_shat[j] = shat[j]
+        f = fb[i, m]
+        shat_m = shat[m]
+        phi = (st[6] + 1.0) / (t + 1.0)
+        if f >= 0:
+            fd = float(f)
+            if fpr != 0.0 or fnr != 0.0:
+                fd = (fd - fpr) / (1.0 - fpr - fnr)
+            s = shat_m + (fd - shat_m) / phi if dr else fd
+        else:
+            fd = 0.0
+            s = shat_m
+        st[1] += alpha - s
+        st[5] = max(0.0, st[5] + alpha - s)
+        r2 = (st[3] + 0.25) / (st[4] + 1.0)
+        st[2] += r2 * (1.0 - phi) / (phi if dr else 1.0)
+        out_m[i] = m
+        out_f[i, 0] = 1.0 if explore else 0.0
+        out_f[i, 1] = shat_m
+        out_f[i, 2] = s
+        out_f[i, 4] = v
+        out_dev[i] = dev[m]
+        due = False
+        if f >= 0:
+            st[6] += 1.0
+            st[3] += (fd - shat_m) ** 2
+            st[4] += 1.0
+            lcnt[m] += 1.0
+            lpos[m] += min(1.0, max(0.0, fd - w * dev[m]))
+            if learn_all or explore:
+                learn[i] = True
+                st[7] += 1.0
+                if st[7] >= every:
+                    st[7] = 0.0
+                    due = True
+        base = st[1] if bank else st[5]
+        out_f[i, 3] = max(0.0, base + z * np.sqrt(st[2]))
+        if due:
+            return i + 1, True
+    return i1, False
+
+
+def _mixture_pick(cost, level, target, u):
+    """numba twin of :func:`_mixture_choice` (model only)."""
+    M = cost.shape[0]
+    best = np.inf
+    pick = -1
+    for i in range(M):
+        if level[i] >= target and cost[i] < best:
+            best = cost[i]
+            pick = i
+    lo = -1
+    hi = -1
+    wbest = 0.0
+    for i in range(M):
+        for j in range(M):
+            if level[i] < target <= level[j] and cost[i] < cost[j]:
+                wv = (target - level[i]) / (level[j] - level[i])
+                mix = cost[i] + wv * (cost[j] - cost[i])
+                if mix < best:
+                    best = mix
+                    lo = i
+                    hi = j
+                    wbest = wv
+    if lo >= 0:
+        return hi if u < wbest else lo
+    if pick >= 0:
+        return pick
+    top = 0
+    for i in range(1, M):
+        if cost[i] > cost[top]:
+            top = i
+    return top
+
+
+try:  # pragma: no cover - exercised whenever numba is installed
+    from numba import njit as _njit
+
+    _mixture_pick = _njit(cache=True, nogil=True)(_mixture_pick)
+    _guarded_kernel = _njit(cache=True, nogil=True)(_guarded_kernel)
 except ImportError:  # pragma: no cover
     pass

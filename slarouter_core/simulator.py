@@ -1,7 +1,9 @@
 """Seeded stream simulation of a router on logged data (Algorithm 1 semantics).
 
 Each run shuffles the requests with its seed and draws, per request, whether the user
-gives feedback (IID with rate ``feedback_rate``). The logged label of the served model is
+gives feedback (IID with rate ``feedback_rate`` by default; ``SimulationConfig.feedback``
+selects another model from :mod:`slarouter_core.feedback`: bursty, negativity-biased,
+delayed, workload drift, or labels from a simulated LLM judge). The logged label of the served model is
 revealed only when feedback arrives. :class:`Simulation` advances N requests at a time
 (the dashboard streams from it); stepping in any chunk sizes gives the same numbers as
 one full run, because every random draw is tied to the request, not to the chunk.
@@ -16,6 +18,7 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
+from .feedback import FeedbackConfig, FeedbackPlan, drift_order, make_plan
 from .metrics import Summary, summarize
 from .router import NO_FEEDBACK, RouterConfig, SLARouter
 
@@ -41,34 +44,61 @@ class SimulationConfig:
     feedback_rate: float = 0.2
     seed: int = 42
     shuffle: bool = True
+    feedback: FeedbackConfig = FeedbackConfig()
 
     def __post_init__(self) -> None:
         if not isinstance(self.router, RouterConfig):
             raise TypeError("router must be a RouterConfig")
+        if not isinstance(self.feedback, FeedbackConfig):
+            raise TypeError("feedback must be a FeedbackConfig")
         r = self.feedback_rate
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r <= 1.0:
             raise ValueError(f"feedback_rate must be in [0, 1], got {r!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        self.feedback.check_rate(float(r))
 
     def to_dict(self) -> dict:
         return {"router": self.router.to_dict(), "feedback_rate": self.feedback_rate,
-                "seed": int(self.seed), "shuffle": self.shuffle}
+                "seed": int(self.seed), "shuffle": self.shuffle, "feedback": self.feedback.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "SimulationConfig":
         return cls(router=RouterConfig.from_dict(d["router"]), feedback_rate=d.get("feedback_rate", 0.2),
-                   seed=d.get("seed", 42), shuffle=d.get("shuffle", True))
+                   seed=d.get("seed", 42), shuffle=d.get("shuffle", True),
+                   feedback=FeedbackConfig.from_dict(d.get("feedback")))
 
 
 def stream_plan(n: int, labels: np.ndarray, feedback_rate: float, seed: int,
-                shuffle: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
-    """Request order, would-be feedback matrix (n, M) and the router's seed for a run."""
+                shuffle: bool = True, feedback: FeedbackConfig | None = None,
+                groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Request order, would-be feedback matrix (n, M) and the router's seed for a run.
+
+    ``feedback`` (default: IID, today's draws exactly) picks the feedback model; ``groups``
+    (each row's benchmark) is needed only for workload drift. Delays of a ``delayed``
+    model are in :func:`stream_plan_full`.
+    """
+    order, plan, router_seed = stream_plan_full(n, labels, feedback_rate, seed, shuffle, feedback, groups)
+    return order, plan.feedback, router_seed
+
+
+def stream_plan_full(n: int, labels: np.ndarray, feedback_rate: float, seed: int,
+                     shuffle: bool = True, feedback: FeedbackConfig | None = None,
+                     groups: np.ndarray | None = None):
+    """Like :func:`stream_plan`, with the full :class:`~slarouter_core.feedback.FeedbackPlan`."""
+    fcfg = feedback if feedback is not None else FeedbackConfig()
     order_ss, feedback_ss, router_ss = np.random.SeedSequence(int(seed)).spawn(3)
     order = np.random.Generator(np.random.PCG64(order_ss)).permutation(n) if shuffle else np.arange(n)
+    if fcfg.kind == "drift":
+        if groups is None:
+            raise ValueError("workload drift needs each request's benchmark (groups)")
+        order = drift_order(order, np.asarray(groups), fcfg.drift_mix, int(seed))
     gives = np.random.Generator(np.random.PCG64(feedback_ss)).random(n) < feedback_rate
-    fb = np.where(gives[:, None], labels[order], NO_FEEDBACK).astype(np.int8)
-    return order, fb, int(router_ss.generate_state(1, np.uint32)[0])
+    if fcfg.is_default:
+        plan = FeedbackPlan(np.where(gives[:, None], labels[order], NO_FEEDBACK).astype(np.int8), None)
+    else:
+        plan = make_plan(labels[order], gives, float(feedback_rate), int(seed), fcfg)
+    return order, plan, int(router_ss.generate_state(1, np.uint32)[0])
 
 
 TRACE_COLUMNS = ("t", "row", "doc_id", "benchmark", "model", "explored", "feedback",
@@ -85,8 +115,12 @@ class Simulation:
         self.data = data
         self.config = config
         self.embeddings = emb
-        self.order, self.feedback_plan, router_seed = stream_plan(
-            data.n_requests, data.solved, config.feedback_rate, config.seed, config.shuffle)
+        self.order, plan, router_seed = stream_plan_full(
+            data.n_requests, data.solved, config.feedback_rate, config.seed, config.shuffle,
+            config.feedback, data.benchmarks if config.feedback.kind == "drift" else None)
+        self.feedback_plan = plan.feedback
+        self.delay = plan.delay
+        self._arrivals: dict[int, list[int]] = {}
         self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed)
         # the stream in serving order, gathered once; each step passes the rest as lookahead
         self._stream_x = emb[self.order]
@@ -116,6 +150,10 @@ class Simulation:
         a, b = self.t, min(self.t + int(n), self.n_requests)
         if b <= a:
             return 0
+        if self.delay is not None:
+            self._step_delayed(a, b)
+            self.t = b
+            return b - a
         with single_threaded_blas():
             bt = self.router.run_block(self._stream_x[a:], self._stream_costs[a:], self.feedback_plan[a:],
                                        n=b - a)
@@ -128,6 +166,35 @@ class Simulation:
         self._v[a:b] = bt.v
         self.t = b
         return b - a
+
+    def _step_delayed(self, a: int, b: int) -> None:
+        """Per-request path for delayed feedback: the verdict on request i reaches the
+        router after request ``i + delay[i]`` was served (``_feedback`` records it at the
+        step it belongs to, as in the other paths)."""
+        r = self.router
+        for i in range(a, b):
+            for j in self._arrivals.pop(i, ()):
+                r.late_feedback(j + 1, int(self.feedback_plan[j, self._model[j]]))
+            x = self._stream_x[i]
+            d = r.decide(x, self._stream_costs[i])
+            m = d.model
+            f = int(self.feedback_plan[i, m])
+            if r.g is None:
+                r.remember_for_late(d, x)
+            r.observe(d, None)
+            if f != NO_FEEDBACK:
+                k = int(self.delay[i])
+                if k == 0:
+                    r.late_feedback(i + 1, f)
+                else:
+                    self._arrivals.setdefault(i + k, []).append(i)
+            self._model[i] = m
+            self._explored[i] = d.explored
+            self._feedback[i] = f
+            self._shat[i] = float(d.shat[m]) if r.g is None else float(r.g.last_shat[m])
+            self._s_used[i] = float("nan")  # the queue step is split between now and arrival
+            self._q[i] = r.q if r.g is None else r.decision_queue()
+            self._v[i] = d.v
 
     def run(self) -> "Simulation":
         self.step(self.n_requests - self.t)

@@ -1,0 +1,192 @@
+"""Feedback models: how (and when) users, or an LLM judge, give thumbs-up/down.
+
+A :class:`FeedbackConfig` says, per request of a simulated stream, whether feedback is
+given, what it says and when it arrives. ``FeedbackConfig()`` (``kind="iid"``) is today's
+behaviour: each request independently gives feedback with probability ``rate``, using
+exactly the random draws :func:`slarouter_core.simulator.stream_plan` always used, so the
+default reproduces earlier numbers bit for bit.
+
+Kinds
+-----
+``iid``       feedback with probability ``rate`` per request, independent of everything.
+``bursty``    a two-state Markov chain (on/off); while *on* feedback is given with
+              probability ``rate / on_fraction``, while *off* never. Mean on-period length
+              ``burst_length``; the stationary share of *on* steps is ``on_fraction``, so the
+              long-run feedback rate is still ``rate``.
+``negative``  negativity bias: a thumbs-down (label 0) is given with probability
+              ``min(1, rate * negative_ratio)``, a thumbs-up with probability ``rate``.
+``delayed``   IID presence, but each verdict arrives ``delay`` steps later (``delay_dist``
+              ``"fixed"`` or ``"geometric"`` with that mean); the router sees it late.
+``drift``     IID feedback, but the workload drifts: the stream starts with the first half
+              of the benchmarks (by name) and ends with the second half, with ``drift_mix``
+              of the other half mixed into each part.
+
+Any kind can route labels through a simulated LLM judge (:mod:`slarouter_core.judge`):
+``judge=JudgeModel(...)`` flips labels with the judge's false-positive/negative rates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+
+from .judge import JudgeModel
+
+FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
+KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
+NO_FEEDBACK = -1
+
+
+@dataclass(frozen=True)
+class FeedbackConfig:
+    """How feedback is given in a simulated stream (see the module docstring)."""
+
+    kind: FeedbackKind = "iid"
+    burst_length: float = 50.0
+    on_fraction: float = 0.25
+    negative_ratio: float = 3.0
+    delay: float = 50.0
+    delay_dist: Literal["fixed", "geometric"] = "fixed"
+    drift_mix: float = 0.1
+    judge: JudgeModel | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"feedback kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if not (_num(self.burst_length) and self.burst_length >= 1):
+            raise ValueError(f"burst_length must be a number >= 1, got {self.burst_length!r}")
+        if not (_num(self.on_fraction) and 0 < self.on_fraction <= 1):
+            raise ValueError(f"on_fraction must be in (0, 1], got {self.on_fraction!r}")
+        if not (_num(self.negative_ratio) and self.negative_ratio > 0):
+            raise ValueError(f"negative_ratio must be > 0, got {self.negative_ratio!r}")
+        if not (_num(self.delay) and self.delay >= 0):
+            raise ValueError(f"delay must be a number >= 0 (steps), got {self.delay!r}")
+        if self.delay_dist not in ("fixed", "geometric"):
+            raise ValueError(f"delay_dist must be 'fixed' or 'geometric', got {self.delay_dist!r}")
+        if not (_num(self.drift_mix) and 0 <= self.drift_mix <= 0.5):
+            raise ValueError(f"drift_mix must be in [0, 0.5], got {self.drift_mix!r}")
+        if self.judge is not None and not isinstance(self.judge, JudgeModel):
+            raise TypeError("judge must be a JudgeModel or None")
+
+    @property
+    def is_default(self) -> bool:
+        return self.kind == "iid" and self.judge is None
+
+    def check_rate(self, rate: float) -> None:
+        """Raise if ``rate`` cannot be realised by this model."""
+        if self.kind == "bursty" and rate / self.on_fraction > 1 + 1e-12:
+            raise ValueError(f"bursty feedback: rate {rate} / on_fraction {self.on_fraction} exceeds 1; "
+                             "raise on_fraction or lower the rate")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["judge"] = None if self.judge is None else self.judge.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "FeedbackConfig":
+        if not d:
+            return cls()
+        d = dict(d)
+        if d.get("judge") is not None:
+            d["judge"] = JudgeModel(**d["judge"])
+        return cls(**d)
+
+
+def _num(x) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+@dataclass(frozen=True)
+class FeedbackPlan:
+    """Per-stream plan: ``feedback[i, m]`` the verdict if model m serves request i (-1: none),
+    ``delay[i]`` steps until it arrives (None: all immediate)."""
+
+    feedback: np.ndarray
+    delay: np.ndarray | None
+
+
+def _rng(seed: int, tag: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 7919, int(tag)])))
+
+
+def bursty_mask(n: int, rate: float, burst_length: float, on_fraction: float,
+                rng: np.random.Generator) -> np.ndarray:
+    """Who gives feedback under on/off bursts (vectorised over run lengths)."""
+    p_on = min(1.0, rate / on_fraction)
+    mean_off = burst_length * (1.0 - on_fraction) / on_fraction if on_fraction < 1 else 0.0
+    state = np.zeros(n, bool)
+    pos = 0
+    on = rng.random() < on_fraction
+    # draw run lengths in batches; geometric with the given means
+    while pos < n:
+        k = max(16, int(2 * n / max(1.0, burst_length + mean_off)) + 16)
+        on_len = rng.geometric(1.0 / burst_length, k)
+        off_len = rng.geometric(1.0 / max(mean_off, 1.0), k) if on_fraction < 1 else np.zeros(k, np.int64)
+        for a, b in zip(on_len, off_len):
+            if pos >= n:
+                break
+            if on:
+                state[pos:pos + a] = True
+                pos += int(a)
+                on = False
+            if pos >= n:
+                break
+            pos += int(b)
+            on = True
+    return state & (rng.random(n) < p_on)
+
+
+def make_plan(labels: np.ndarray, gives_iid: np.ndarray, rate: float, seed: int,
+              config: FeedbackConfig) -> FeedbackPlan:
+    """Feedback matrix (n, M) and delays for labels already in stream order.
+
+    ``gives_iid`` is the IID draw (``uniform < rate``) the default model uses unchanged.
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    config.check_rate(rate)
+    shown = labels
+    if config.judge is not None:
+        shown = config.judge.corrupt(labels, _rng(seed, 1))
+    delay = None
+    if config.kind in ("iid", "drift", "delayed"):
+        fb = np.where(gives_iid[:, None], shown, NO_FEEDBACK).astype(np.int8)
+        if config.kind == "delayed":
+            if config.delay_dist == "fixed":
+                delay = np.full(n, int(round(config.delay)), np.int64)
+            else:
+                mean = float(config.delay)
+                delay = (_rng(seed, 2).geometric(1.0 / (mean + 1.0), n) - 1).astype(np.int64) if mean > 0 \
+                    else np.zeros(n, np.int64)
+    elif config.kind == "bursty":
+        gives = bursty_mask(n, rate, config.burst_length, config.on_fraction, _rng(seed, 3))
+        fb = np.where(gives[:, None], shown, NO_FEEDBACK).astype(np.int8)
+    else:  # negative
+        u = _rng(seed, 4).random(n)[:, None]
+        p = np.where(shown > 0, rate, min(1.0, rate * config.negative_ratio))
+        fb = np.where(u < p, shown, NO_FEEDBACK).astype(np.int8)
+    return FeedbackPlan(feedback=fb, delay=delay)
+
+
+def drift_order(order: np.ndarray, groups: np.ndarray, mix: float, seed: int) -> np.ndarray:
+    """Reorder a shuffled stream so that its benchmark mix changes mid-stream.
+
+    ``groups`` holds each row's benchmark name. Benchmarks sorted by name are split in two
+    halves A and B; the stream's first part carries A's requests plus a share ``mix`` of
+    B's, the second part the rest. With a single benchmark the order is unchanged.
+    """
+    groups = np.asarray(groups)
+    names = sorted(set(groups.tolist()))
+    if len(names) < 2:
+        return order
+    first = set(names[: len(names) // 2])
+    in_a = np.array([groups[r] in first for r in order])
+    rng = _rng(seed, 5)
+    # a share `mix` of each group's requests move to the other part
+    swap = rng.random(len(order)) < mix
+    early = in_a ^ swap
+    return np.concatenate([order[early], order[~early]])
