@@ -1,0 +1,53 @@
+"""The frame: opens on the demo data, sidebar contents, settings in the URL, separate sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slarouter_core.data import load_parquet
+
+from .conftest import APP, open_app
+
+
+def sidebar_text(at) -> str:
+    return " ".join(m.value for m in at.sidebar.markdown) + " " + " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_opens_on_the_demo_data_with_the_zoo_in_cost_order():
+    at = open_app()
+    assert at.title[0].value == "Data"
+    text = sidebar_text(at)
+    assert "built-in demo" in text and "SYNTHETIC" in text and "3,000 requests" in text
+    demo = load_parquet(Path(APP).parent / "data" / "demo.parquet")
+    zoo = at.sidebar.dataframe[0].value
+    assert list(zoo["model"]) == list(demo.models)
+    assert "mean cost (J)" in zoo.columns
+    assert zoo["mean cost (J)"].is_monotonic_increasing
+
+
+def test_settings_come_from_and_go_to_the_url():
+    at = open_app("pages/live_run.py", alpha="0.65", seed="7", tick="50", rate="0.4")
+    s = at.session_state.run_settings
+    assert (s.alpha, s.seed, s.per_tick, s.feedback_rate) == (0.65, 7, 50, 0.4)
+    assert at.number_input(key="w_alpha").value == 0.65
+    assert "alpha = **0.650**" in sidebar_text(at)
+    at.number_input(key="w_seed").set_value(9).run()
+    assert at.query_params["seed"] == "9"
+    assert "seed = 9" in sidebar_text(at)
+
+
+def test_bad_url_settings_are_explained_not_fatal():
+    at = open_app(alpha="2", seed="x")
+    warnings = " ".join(w.value for w in at.sidebar.warning)
+    assert "alpha" in warnings and "seed" in warnings
+    assert at.session_state.run_settings.alpha is None
+
+
+def test_two_sessions_never_share_a_run():
+    a = open_app("pages/live_run.py")
+    b = open_app("pages/live_run.py")
+    a.button(key="w_step").click().run()
+    b.run()
+    assert a.session_state.live is not b.session_state.live
+    assert a.session_state.live.sim.router is not b.session_state.live.sim.router
+    assert a.session_state.live.t == 200 and b.session_state.live.t == 0
