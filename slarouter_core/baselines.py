@@ -2,12 +2,15 @@
 
 Every method has the signature::
 
-    method(data, embeddings, alpha, seed, feedback_rate, *, history=None, **params) -> MethodResult
+    method(data, embeddings, alpha, seed, feedback_rate, *, history=None, feedback=None, **params)
+        -> MethodResult
 
 ``data``/``embeddings`` are the **stream** the method is evaluated on; its serving order
-and feedback plan come from :func:`slarouter_core.simulator.stream_plan` with ``seed``, so
-every method (SLARouter included, through :func:`slarouter_router`) sees the same stream
-with the same feedback. ``history`` (a :class:`History`, from :func:`split_history`) is the
+and feedback plan come from :func:`slarouter_core.simulator.stream_plan_full` with
+``seed`` and the keyword ``feedback`` (a :class:`~slarouter_core.feedback.FeedbackConfig`;
+None = IID, today's draws), so every method (SLARouter included, through
+:func:`slarouter_router`) sees the same stream with the same feedback. What each method
+does with each feedback kind is in ``docs/EXPERIMENTS.md`` ("Feedback models"). ``history`` (a :class:`History`, from :func:`split_history`) is the
 disjoint, seeded history split that only the offline methods (CARROT, Causal) learn from;
 the online methods ignore it. See ``docs/EXPERIMENTS.md`` for the protocol.
 
@@ -43,10 +46,11 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from .data import RoutingData
+from .feedback import FeedbackConfig, FeedbackPlan, make_plan
 from .metrics import Summary, summarize
 from .predictor import PredictorConfig, SatisfactionPredictor
 from .router import NO_FEEDBACK, RouterConfig, exploration_probability
-from .simulator import SimulationConfig, simulate, stream_plan
+from .simulator import SimulationConfig, simulate, stream_plan_full
 
 #: tolerance used when deciding whether a fraction / LP variable is non-zero
 FRACTION_TOL = 1e-9
@@ -59,6 +63,8 @@ PAPER_V = 1e-5
 
 # seed-sequence tags: every random draw of a method derives from (seed, tag)
 _TAG_SPLIT, _TAG_RANDOM, _TAG_MIXTURE, _TAG_CARROT, _TAG_CAUSAL = 11, 1, 2, 3, 4
+#: tags of the offline methods' feedback draws (judge labels, the Causal log's feedback)
+_TAG_CARROT_JUDGE, _TAG_CAUSAL_LOG = 31, 32
 
 
 @dataclass(frozen=True)
@@ -108,8 +114,8 @@ class MethodResult:
 
 class Method(Protocol):
     def __call__(self, data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
-                 feedback_rate: float, *, history: History | None = None, **params: Any
-                 ) -> MethodResult: ...
+                 feedback_rate: float, *, history: History | None = None,
+                 feedback: FeedbackConfig | None = None, **params: Any) -> MethodResult: ...
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -129,13 +135,33 @@ def _check_emb(data: RoutingData, embeddings: np.ndarray, what: str = "embedding
     return X
 
 
-def _plan(data: RoutingData, seed: int, feedback_rate: float):
-    """The common stream (order, feedback plan) and a method seed derived from ``seed``."""
+def _feedback(feedback: FeedbackConfig | None) -> FeedbackConfig:
+    if feedback is None:
+        return FeedbackConfig()
+    if not isinstance(feedback, FeedbackConfig):
+        raise TypeError(f"feedback must be a FeedbackConfig or None, got {type(feedback).__name__}")
+    return feedback
+
+
+def _plan(data: RoutingData, seed: int, feedback_rate: float, feedback: FeedbackConfig | None = None
+          ) -> tuple[np.ndarray, FeedbackPlan, int]:
+    """The common stream: order, :class:`FeedbackPlan` (verdicts, delays) and a method seed.
+
+    Every method calls this with the run's seed, rate and feedback model, so all of them
+    serve the same order (workload drift reorders it) and see the same verdicts.
+    """
     if isinstance(feedback_rate, bool) or not 0.0 <= float(feedback_rate) <= 1.0:
         raise ValueError(f"feedback_rate must be in [0, 1], got {feedback_rate!r}")
     if data.n_requests == 0:
         raise ValueError("the stream is empty: nothing to route")
-    return stream_plan(data.n_requests, data.solved, float(feedback_rate), int(seed))
+    fcfg = _feedback(feedback)
+    groups = data.benchmarks if fcfg.kind == "drift" else None
+    return stream_plan_full(data.n_requests, data.solved, float(feedback_rate), int(seed), True, fcfg, groups)
+
+
+def _sub_seed(seed: int, tag: int) -> int:
+    """An integer seed for (seed, tag), for helpers that take a plain int."""
+    return int(np.random.SeedSequence([int(seed), int(tag)]).generate_state(1, np.uint32)[0])
 
 
 def _rng(seed: int, tag: int) -> np.random.Generator:
@@ -205,29 +231,31 @@ def _model_index(data: RoutingData, model: int | str) -> int:
 
 
 def single(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, feedback_rate: float,
-           *, history: History | None = None, model: int | str = 0) -> MethodResult:
+           *, history: History | None = None, model: int | str = 0,
+           feedback: FeedbackConfig | None = None) -> MethodResult:
     """Always serve ``model`` (a name, or an index; models ascend in mean cost)."""
     m = _model_index(data, model)
     alpha = _check_alpha(alpha)
-    order, _, _ = _plan(data, seed, feedback_rate)
+    order, _, _ = _plan(data, seed, feedback_rate, feedback)
     return _result(f"single:{data.models[m]}", data, alpha, order, np.full(data.n_requests, m, np.int64))
 
 
 def single_model(m: int | str) -> Method:
     """A method that always serves model ``m`` (kept for callers of the old API)."""
 
-    def run(data, embeddings, alpha, seed, feedback_rate, *, history=None):
-        return single(data, embeddings, alpha, seed, feedback_rate, model=m)
+    def run(data, embeddings, alpha, seed, feedback_rate, *, history=None, feedback=None):
+        return single(data, embeddings, alpha, seed, feedback_rate, model=m, feedback=feedback)
 
     run.__name__ = f"single_model_{m}"
     return run
 
 
 def random_router(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
-                  feedback_rate: float, *, history: History | None = None) -> MethodResult:
+                  feedback_rate: float, *, history: History | None = None,
+                  feedback: FeedbackConfig | None = None) -> MethodResult:
     """Uniform over models, seeded with ``(seed, 1)``."""
     alpha = _check_alpha(alpha)
-    order, _, _ = _plan(data, seed, feedback_rate)
+    order, _, _ = _plan(data, seed, feedback_rate, feedback)
     model = _rng(seed, _TAG_RANDOM).integers(0, data.n_models, data.n_requests)
     return _result("random", data, alpha, order, model)
 
@@ -283,7 +311,8 @@ def exact_counts(fractions: np.ndarray, n: int) -> np.ndarray:
 
 
 def static_mixture(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
-                   feedback_rate: float, *, history: History | None = None) -> MethodResult:
+                   feedback_rate: float, *, history: History | None = None,
+                   feedback: FeedbackConfig | None = None) -> MethodResult:
     """Text-blind optimum on the stream's per-model mean accuracy and cost.
 
     Realised with exact counts (largest remainder of ``f * N``) placed at seeded random
@@ -292,7 +321,7 @@ def static_mixture(data: RoutingData, embeddings: np.ndarray, alpha: float, seed
     is (by design) blind to the text.
     """
     alpha = _check_alpha(alpha)
-    order, _, _ = _plan(data, seed, feedback_rate)
+    order, _, _ = _plan(data, seed, feedback_rate, feedback)
     acc = data.solved.mean(axis=0)
     mean_cost = data.costs.mean(axis=0)
     f, expected_cost, feasible = static_mixture_lp(acc, mean_cost, alpha)
@@ -352,10 +381,11 @@ def round_oracle(y: np.ndarray, solved: np.ndarray) -> np.ndarray:
 
 
 def clairvoyant_oracle(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
-                       feedback_rate: float, *, history: History | None = None) -> MethodResult:
+                       feedback_rate: float, *, history: History | None = None,
+                       feedback: FeedbackConfig | None = None) -> MethodResult:
     """Lower bound on cost: the per-request LP on the stream with every label known, rounded."""
     alpha = _check_alpha(alpha)
-    order, _, _ = _plan(data, seed, feedback_rate)
+    order, _, _ = _plan(data, seed, feedback_rate, feedback)
     y, lp_cost, lp_sat = oracle_lp(data.solved, data.costs, alpha)
     route = round_oracle(y, data.solved)
     n_frac = int(np.sum(y.max(axis=1) < 1.0 - 1e-7))
@@ -367,7 +397,8 @@ def clairvoyant_oracle(data: RoutingData, embeddings: np.ndarray, alpha: float, 
 def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
              feedback_rate: float, *, history: History | None = None, c: float = 0.1,
              V: float | None = PAPER_V, q_max: float = 30.0, eps: float = 0.001,
-             predictor: PredictorConfig | dict | None = None) -> MethodResult:
+             predictor: PredictorConfig | dict | None = None,
+             feedback: FeedbackConfig | None = None) -> MethodResult:
     """MESS+ on the common stream (the paper uses SLARouter's V and c for it).
 
     * Explore with probability ``min(1, c / t^(1/4))`` (step 1 always explores, so every
@@ -382,6 +413,15 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
     * V: fixed (default 1e-5, as SLARouter in the paper) or, with ``V=None``, data-driven
       as SLARouter's: q_max * eps / DeltaC with DeltaC the running mean cost gap.
 
+    Feedback models (``feedback``, the same plan every method of a run gets): a verdict on
+    the served model moves the queue; on an exploration step the predictor learns every
+    model's verdict the plan gives (all of them under IID-like presence; under
+    negativity bias each answer's verdict is present or not by its own label, as a
+    user rating all M answers would give it; a judge's labels are the judge's). Delayed
+    feedback is honoured: a verdict on request i (queue step and, for exploration, the
+    predictor update) takes effect after request ``i + delay - 1`` was served (delay 0
+    or 1: at once), exactly when the simulator hands SLARouter the same verdict.
+
     The policy draws come from the router seed of ``stream_plan`` (as SLARouter's).
     Predictions are batched over each stretch between two predictor updates.
     """
@@ -391,7 +431,8 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
     if V is not None and not (np.isfinite(V) and V > 0):
         raise ValueError(f"V must be > 0 (or None for data-driven V), got {V!r}")
     N, M = data.n_requests, data.n_models
-    order, fb, mseed = _plan(data, seed, feedback_rate)
+    order, plan, mseed = _plan(data, seed, feedback_rate, feedback)
+    fb = plan.feedback
     policy_ss, buffer_ss, pred_ss = np.random.SeedSequence(int(mseed)).spawn(3)
     policy_rng = np.random.Generator(np.random.PCG64(policy_ss))
     buffer_rng = np.random.Generator(np.random.PCG64(buffer_ss))
@@ -401,7 +442,11 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
     ts = np.arange(1, N + 1)
     explore = policy_rng.random(N) < exploration_probability(ts, c)
     explore[0] = True
-    gives = fb[:, 0] != NO_FEEDBACK
+    has = fb != NO_FEEDBACK  # (N, M): which verdicts the plan gives
+    learn = explore & has.any(axis=1)  # exploration steps whose labels reach the predictor
+    steps = np.arange(N)
+    # end of which step each request's verdict arrives (the simulator's delayed semantics)
+    due = steps if plan.delay is None else steps + np.maximum(np.asarray(plan.delay, np.int64) - 1, 0)
     spreads = np.cumsum(Cs[:, -1] - Cs[:, 0])
     if V is not None:
         v_trace = np.full(N, float(V))
@@ -416,7 +461,9 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
     cost_sum = np.zeros(M)
     cost_cnt = np.zeros(M)
     q = 0.0
-    train_at = np.flatnonzero(explore & gives)
+    arrivals: dict[int, list[int]] = {}
+    # the predictor changes only at the end of steps where exploration labels arrive
+    train_at = np.unique(due[learn & (due < N)])
     start = 0
     for stop in list(train_at + 1) + [N]:
         if stop <= start:
@@ -437,16 +484,19 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
                 charged[i] = Cs[i, m]
                 cost_sum[m] += Cs[i, m]
                 cost_cnt[m] += 1
-            if gives[i]:
-                q = max(0.0, q + alpha - float(fb[i, m]))
-                fb_served[i] = fb[i, m]
             model[i] = m
+            fb_served[i] = fb[i, m]
+            if has[i, m] or learn[i]:
+                arrivals.setdefault(int(due[i]), []).append(int(i))
+            for j in arrivals.pop(int(i), ()):
+                mj = model[j]
+                if has[j, mj]:
+                    q = max(0.0, q + alpha - float(fb[j, mj]))
+                if learn[j]:
+                    for jm in np.flatnonzero(has[j]):
+                        pred.add(Xs[j], int(jm), float(fb[j, jm]))
+                    pred.train_step(buffer_rng)
             q_trace[i] = q
-        last = stop - 1
-        if explore[last] and gives[last]:
-            for j in range(M):
-                pred.add(Xs[last], j, float(fb[last, j]))
-            pred.train_step(buffer_rng)
         start = stop
     return _result("messplus", data, alpha, order, model, charged=charged, explored=explore,
                    q=q_trace, feedback=fb_served, v=v_trace,
@@ -541,7 +591,7 @@ def carrot(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
            *, history: History | None = None, mu: float | None = None,
            mu_grid: tuple[float, ...] = TRADEOFF_GRID, k: int | None = None,
            k_grid: tuple[int, ...] = K_GRID, val_fraction: float = 0.25,
-           tuning: str = "loo") -> MethodResult:
+           tuning: str = "loo", feedback: FeedbackConfig | None = None) -> MethodResult:
     """CARROT (Somerstep et al. 2025), offline with full feedback on the history split.
 
     * Every history request is served by every model (full feedback); the cost of that is
@@ -557,17 +607,25 @@ def carrot(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
       fitted on all other history requests; k by LOO CV on the whole history);
       ``"holdout"`` holds out a seeded ``val_fraction`` of the history and fits on the
       rest. The final estimators use the whole history.
+    * Feedback models: CARROT's history is fully labelled by assumption, so the rate and
+      the presence kinds (bursty, negative) and delays (offline: every label is in before
+      training) do not change its training data; a ``judge`` does: its history labels
+      are the judge's verdicts (seeded with ``(seed, 31)``), as they would be if the
+      judge labelled the history. Drift changes only the stream order it serves.
     """
     if tuning not in ("holdout", "loo"):
         raise ValueError(f"tuning must be 'holdout' or 'loo', got {tuning!r}")
     alpha = _check_alpha(alpha)
     X = _check_emb(data, embeddings)
     hist = _require_history(history, "CARROT")
-    order, _, _ = _plan(data, seed, feedback_rate)
+    order, _, _ = _plan(data, seed, feedback_rate, feedback)
     Xh = np.asarray(hist.embeddings, np.float32)
     if Xh.shape[1] != X.shape[1]:
         raise ValueError("history and stream embeddings differ in width")
     Sh = hist.data.solved.astype(np.float64)
+    fcfg = _feedback(feedback)
+    if fcfg.judge is not None:
+        Sh = fcfg.judge.corrupt(hist.data.solved, _rng(seed, _TAG_CARROT_JUDGE)).astype(np.float64)
     Ch = np.asarray(hist.data.costs, np.float64)
     kappa = float(Ch.mean(axis=0).max()) or 1.0
     Cn = Ch / kappa
@@ -672,7 +730,7 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
            *, history: History | None = None, lam: float | None = None,
            lam_grid: tuple[float, ...] = TRADEOFF_GRID, folds: int = 5, k_grid: tuple[int, ...] = K_GRID,
            tau: float = 1.0, l2: float = 1e-3, steps: int = 300, lr: float = 0.05,
-           propensity_clip: float = 0.05) -> MethodResult:
+           propensity_clip: float = 0.05, feedback: FeedbackConfig | None = None) -> MethodResult:
     """Causal LLM routing (Tsiourvas et al. 2025), the per-lambda RM-Softmax variant.
 
     * Log: every history request is served once by a model drawn uniformly (propensity
@@ -687,6 +745,12 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
       (on model t's feedback rows) and of the cost (on all rows logged with t); a row's
       own observation is left out of its muhat (cross-fitting).
     * RM-Softmax (:func:`rm_softmax_fit`) per lambda; routes argmax_t g(x)_t.
+    * Feedback models: the log's feedback follows the run's ``feedback`` model
+      (:func:`feedback.make_plan` over the log in history order, seeded with
+      ``(seed, 32)``): bursty on/off periods, negativity bias (a logged failure is likelier
+      to be labelled, which the DR estimate, built for labels missing at random, does
+      not correct), a judge's verdicts as outcomes. Delays do not matter offline (the
+      log is complete before training); drift changes only the stream order it serves.
     * lambda, unless given: ``folds``-fold cross-fitting over the feedback rows; each
       held-out fold's satisfaction under the policy is estimated doubly robustly (the
       log has no other labels); the lambda closest to alpha wins (ties: the cheaper by
@@ -695,7 +759,7 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     alpha = _check_alpha(alpha)
     X = _check_emb(data, embeddings)
     hist = _require_history(history, "Causal routing")
-    order, _, _ = _plan(data, seed, feedback_rate)
+    order, _, _ = _plan(data, seed, feedback_rate, feedback)
     Xh = np.asarray(hist.embeddings, np.float32)
     if Xh.shape[1] != X.shape[1]:
         raise ValueError("history and stream embeddings differ in width")
@@ -707,6 +771,13 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     gives = rng.random(n) < float(feedback_rate)
     c_log = Ch[np.arange(n), t_log]
     a_log = Sh[np.arange(n), t_log]
+    fcfg = _feedback(feedback)
+    if not fcfg.is_default:  # the log's feedback follows the run's feedback model
+        log_plan = make_plan(a_log.astype(np.int8)[:, None], gives, float(feedback_rate),
+                             _sub_seed(seed, _TAG_CAUSAL_LOG), fcfg)
+        seen = log_plan.feedback[:, 0]
+        gives = seen != NO_FEEDBACK
+        a_log = np.where(gives, seen, a_log).astype(np.float64)
     means = [c_log[t_log == t].mean() for t in range(M) if np.any(t_log == t)]
     kappa = float(max(means)) if means else 1.0
     cn_log = c_log / kappa
@@ -754,7 +825,11 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
 
 
 # -- SLARouter as a method ----------------------------------------------------------------
-_SIM_KEYS = {f.name for f in dataclasses.fields(SimulationConfig)} - {"router", "feedback_rate", "seed", "shuffle"}
+_SIM_KEYS = {f.name for f in dataclasses.fields(SimulationConfig)} - {"router", "feedback_rate", "seed", "shuffle",
+                                                                      "feedback"}
+#: message for ``feedback`` given as a method param (it is a property of the run)
+FEEDBACK_PARAM_ERROR = ("feedback is set per run for every method alike (GridConfig.feedback, "
+                        "--feedback on the CLI, or the feedback= argument of a method), not as a method param")
 
 
 def _coerce_field(cls: type, name: str, value: Any) -> Any:
@@ -773,8 +848,8 @@ def _coerce_field(cls: type, name: str, value: Any) -> Any:
     return value
 
 
-def slarouter_configs(alpha: float, feedback_rate: float, seed: int, params: dict[str, Any]
-                      ) -> SimulationConfig:
+def slarouter_configs(alpha: float, feedback_rate: float, seed: int, params: dict[str, Any],
+                      feedback: FeedbackConfig | None = None) -> SimulationConfig:
     """The ``SimulationConfig`` (with its ``RouterConfig``) that ``params`` describe.
 
     ``params`` keys are ``RouterConfig`` fields or extra ``SimulationConfig`` fields
@@ -784,28 +859,34 @@ def slarouter_configs(alpha: float, feedback_rate: float, seed: int, params: dic
     params = dict(params)
     if "alpha" in params or "shuffle" in params:
         raise ValueError("alpha and shuffle are set by the run, not by method params")
+    if "feedback" in params:
+        raise ValueError(FEEDBACK_PARAM_ERROR)
+    fcfg = _feedback(feedback)
     sim_kw = {k: _coerce_field(SimulationConfig, k, params.pop(k)) for k in list(params) if k in _SIM_KEYS}
     try:
         router_kw = {k: _coerce_field(RouterConfig, k, v) for k, v in params.items()}
         cfg = RouterConfig(alpha=alpha, **router_kw)
-        return SimulationConfig(cfg, feedback_rate=float(feedback_rate), seed=int(seed), **sim_kw)
+        return SimulationConfig(cfg, feedback_rate=float(feedback_rate), seed=int(seed), feedback=fcfg, **sim_kw)
     except TypeError as exc:
         raise ValueError(f"bad SLARouter parameter: {exc}") from None
 
 
 def slarouter_router(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
-                     feedback_rate: float, *, history: History | None = None, **params: Any) -> MethodResult:
+                     feedback_rate: float, *, history: History | None = None,
+                     feedback: FeedbackConfig | None = None, **params: Any) -> MethodResult:
     """SLARouter through :func:`simulator.simulate` on the common stream.
 
     ``params`` are ``RouterConfig`` fields (``V``, ``c``, ``q_max``, ``eps``, ``mode``,
     ``predictor`` as a dict, and any field added later) or extra ``SimulationConfig``
     fields (see :func:`slarouter_configs`); ``alpha``, ``feedback_rate`` and ``seed`` come
-    from the run. ``V`` absent or None means data-driven V.
+    from the run. ``V`` absent or None means data-driven V. ``feedback`` (the run's
+    feedback model) goes to ``SimulationConfig.feedback``: the simulator builds the same
+    plan as :func:`_plan` and handles every kind (delays included) in both modes.
     """
     alpha = _check_alpha(alpha)
     X = _check_emb(data, embeddings)
-    sim_cfg = slarouter_configs(alpha, feedback_rate, seed, params)
-    _plan(data, seed, feedback_rate)  # same checks as the other methods
+    sim_cfg = slarouter_configs(alpha, feedback_rate, seed, params, feedback)
+    _plan(data, seed, feedback_rate, feedback)  # same checks as the other methods
     sim = simulate(data, X, sim_cfg)
     a = sim.arrays()
     return MethodResult(name="slarouter", model=a["model"], order=a["row"], satisfied=a["satisfied"],
@@ -818,13 +899,15 @@ def check_params(method: str, params: dict[str, Any]) -> None:
     """Fail fast (ValueError) on params a method does not take, before any run starts."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: choose from {', '.join(METHODS)}")
+    if "feedback" in params:
+        raise ValueError(FEEDBACK_PARAM_ERROR)
     if method == "slarouter":
         slarouter_configs(0.5, 0.2, 0, params)
         return
     import inspect
 
     sig = inspect.signature(METHODS[method])
-    named = {n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY} - {"history"}
+    named = {n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY} - {"history", "feedback"}
     unknown = sorted(set(params) - named)
     if unknown:
         raise ValueError(f"bad parameters for {method}: {', '.join(unknown)} (it takes {', '.join(sorted(named)) or 'none'})")

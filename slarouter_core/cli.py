@@ -58,23 +58,45 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def _feedback_kwargs(args: argparse.Namespace) -> dict:
-    """The feedback model for ``simulate`` (helper C's options); {} for today's IID."""
-    import inspect
+def add_feedback_args(sp: argparse.ArgumentParser, several: bool = False) -> None:
+    """The feedback-model options, shared by ``simulate`` and ``compare`` (one place).
 
+    ``several``: ``--feedback`` takes one or more kinds (a grid axis, ``compare``)."""
+    from .feedback import KINDS
+
+    extra = dict(nargs="+", default=["iid"]) if several else dict(default="iid")
+    sp.add_argument("--feedback", choices=list(KINDS), **extra,
+                    help="how users give feedback (default iid)" + ("; several kinds = a grid axis" if several else ""))
+    sp.add_argument("--judge", default=None, choices=["acpbench", "gpqa"],
+                    help="labels come from a simulated LLM judge with the paper's error rates")
+    sp.add_argument("--burst-length", type=float, default=50.0, help="bursty: mean on-period (requests)")
+    sp.add_argument("--on-fraction", type=float, default=0.25, help="bursty: share of time in bursts")
+    sp.add_argument("--negative-ratio", type=float, default=3.0,
+                    help="negative: thumbs-down this many times likelier than thumbs-up")
+    sp.add_argument("--delay", type=float, default=50.0, help="delayed: steps until feedback arrives")
+    sp.add_argument("--delay-dist", default="fixed", choices=["fixed", "geometric"],
+                    help="delayed: every delay equal, or geometric with that mean")
+    sp.add_argument("--drift-mix", type=float, default=0.1,
+                    help="drift: share mixed across the switch (drift needs --mixed)")
+
+
+def feedback_from_args(args: argparse.Namespace) -> tuple:
+    """One ``FeedbackConfig`` per ``--feedback`` kind, with the shared parameter options;
+    each is checked against every ``--feedback-rate`` (ValueError naming the problem)."""
     from .feedback import FeedbackConfig
     from .judge import JUDGE_PRESETS
 
-    fcfg = FeedbackConfig(kind=args.feedback, burst_length=args.burst_length, on_fraction=args.on_fraction,
-                          negative_ratio=args.negative_ratio, delay=args.delay, drift_mix=args.drift_mix,
-                          judge=JUDGE_PRESETS[args.judge] if args.judge else None)
-    fcfg.check_rate(args.feedback_rate)
-    if fcfg == FeedbackConfig():
-        return {}
-    if "feedback" not in inspect.signature(run_slarouter_grid).parameters:
-        raise ValueError("this runner cannot simulate feedback models yet; use "
-                         "benchmarks/bench_sla.py --feedback ... meanwhile")
-    return {"feedback": fcfg}
+    kinds = args.feedback if isinstance(args.feedback, list) else [args.feedback]
+    rates = args.feedback_rate if isinstance(args.feedback_rate, list) else [args.feedback_rate]
+    out = []
+    for kind in dict.fromkeys(kinds):
+        fcfg = FeedbackConfig(kind=kind, burst_length=args.burst_length, on_fraction=args.on_fraction,
+                              negative_ratio=args.negative_ratio, delay=args.delay, delay_dist=args.delay_dist,
+                              drift_mix=args.drift_mix, judge=JUDGE_PRESETS[args.judge] if args.judge else None)
+        for r in rates:
+            fcfg.check_rate(float(r))
+        out.append(fcfg)
+    return tuple(out)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -90,11 +112,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise ValueError(f"--alpha must be a number in (0, 1) or 'midpoint', got {alpha!r}") from None
     router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps,
                           mode=args.mode)  # validates early
-    fb_kw = _feedback_kwargs(args)
+    (fcfg,) = feedback_from_args(args)
+    if fcfg.kind == "drift" and not args.mixed:
+        raise ValueError("--feedback drift changes the benchmark mix of one stream: add --mixed")
     emb = _embed(data, args.encoder, args.cache_dir)
     results = run_slarouter_grid(data, emb, router=router, alpha=alpha, benchmarks=args.benchmark,
                                  seeds=args.seeds, feedback_rate=args.feedback_rate,
-                                 per_benchmark=not args.mixed, progress=_progress("runs"), **fb_kw)
+                                 per_benchmark=not args.mixed, progress=_progress("runs"), feedback=fcfg)
     table = format_table(aggregate(results))
     print(table)
     if args.out:
@@ -117,7 +141,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     config = GridConfig(methods=methods, seeds=tuple(args.seeds),
                         benchmarks=tuple(args.benchmark) if args.benchmark else None,
                         exclude_benchmarks=exclude, feedback_rates=tuple(args.feedback_rate),
-                        alpha=args.alpha, history_fraction=args.history_fraction)
+                        alpha=args.alpha, history_fraction=args.history_fraction,
+                        feedback=feedback_from_args(args), mixed=args.mixed)
     datasets = []
     for path in args.data:
         ds = load_dataset(path, encoder=args.encoder, cost=args.cost, cache_dir=args.cache_dir,
@@ -179,16 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", default=None, help="results file (.csv or .json)")
     sim.add_argument("--mode", default="paper", choices=["paper", "guarded"],
                      help="paper: Algorithm 1 as published; guarded: the improved router (docs/IMPROVED.md)")
-    sim.add_argument("--feedback", default="iid", choices=["iid", "bursty", "negative", "delayed", "drift"],
-                     help="how users give feedback (default iid)")
-    sim.add_argument("--judge", default=None, choices=["acpbench", "gpqa"],
-                     help="labels come from a simulated LLM judge with the paper's error rates")
-    sim.add_argument("--burst-length", type=float, default=50.0, help="bursty: mean on-period (requests)")
-    sim.add_argument("--on-fraction", type=float, default=0.25, help="bursty: share of time in bursts")
-    sim.add_argument("--negative-ratio", type=float, default=3.0,
-                     help="negative: thumbs-down this many times likelier than thumbs-up")
-    sim.add_argument("--delay", type=float, default=50.0, help="delayed: steps until feedback arrives")
-    sim.add_argument("--drift-mix", type=float, default=0.1, help="drift: share mixed across the switch")
+    add_feedback_args(sim)
     sim.set_defaults(func=cmd_simulate)
 
     cmp_ = sub.add_parser("compare", help="SLARouter vs the baselines (paper Table 2) over benchmarks and seeds")
@@ -198,9 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--methods", nargs="+", default=["single", "random", "static_mixture", "oracle", "carrot",
                                                       "causal", "messplus", "slarouter", "slarouter_ddv"],
                       help="presets (single random static_mixture oracle carrot causal messplus slarouter "
-                           "slarouter_ddv) or method:key=value,... e.g. slarouter:V=0.0001")
+                           "slarouter_ddv slarouter_guarded) or method:key=value,... e.g. slarouter:V=0.0001")
     cmp_.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
     cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=[0.2], help="one or more rates (a grid axis)")
+    add_feedback_args(cmp_, several=True)
+    cmp_.add_argument("--mixed", action="store_true",
+                      help="one stream over all selected benchmarks per dataset (needed by --feedback drift)")
     cmp_.add_argument("--alpha", default="midpoint", help="SLA level in (0,1), or 'midpoint' per benchmark (default)")
     cmp_.add_argument("--history-fraction", type=float, default=0.2,
                       help="share of each benchmark held out as history for CARROT/Causal (default 0.2)")

@@ -1,10 +1,12 @@
 """Experiment runner: datasets x benchmarks x methods x seeds x parameters, tidy results.
 
 The comparison of the paper (Table 2) as a grid of independent runs. One run = one
-(dataset, benchmark, feedback rate, seed, method spec). Per benchmark and seed the rows
-are split once (:func:`baselines.split_history`, seeded) into a history split for the
-offline methods and a stream every method is evaluated on; online methods get the same
-stream with the same feedback plan. Alpha is fixed per benchmark from the *full*
+(dataset, benchmark, feedback rate, feedback model, seed, method spec). Per benchmark and
+seed the rows are split once (:func:`baselines.split_history`, seeded) into a history
+split for the offline methods and a stream every method is evaluated on; all methods get
+the same stream with the same feedback plan, built from the cell's feedback model
+(``GridConfig.feedback``: IID by default, or bursty, negativity-biased, delayed, drift,
+judge labels; see ``docs/EXPERIMENTS.md``, "Feedback models"). Alpha is fixed per benchmark from the *full*
 benchmark (default: midpoint of the two most expensive models' accuracy).
 
 API for scripts and the dashboard::
@@ -33,6 +35,8 @@ import pandas as pd
 
 from .baselines import METHODS, PAPER_V, REFERENCE_METHODS, check_params, info_json, split_history
 from .data import RoutingData, load_parquet, midpoint_alpha
+from .feedback import KINDS as FEEDBACK_KINDS
+from .feedback import FeedbackConfig
 from .importers import load_messplus
 from .router import RouterConfig
 from .simulator import PAPER_SEEDS, SimulationConfig, simulate
@@ -116,8 +120,10 @@ PRESETS: dict[str, MethodSpec] = {
     "causal": MethodSpec("causal", label="Causal"),
     "slarouter": MethodSpec("slarouter", {"V": PAPER_V}, label="SLARouter (fixed V)"),
     "slarouter_ddv": MethodSpec("slarouter", {}, label="SLARouter (data-driven V)"),
+    "slarouter_guarded": MethodSpec("slarouter", {"mode": "guarded"}, label="SLARouter (guarded)"),
 }
-#: every preset, in the paper's table order
+#: the paper's presets, in its table order (``slarouter_guarded``, our improved mode, is
+#: not a default: ask for it by name)
 DEFAULT_METHODS: tuple[MethodSpec, ...] = tuple(PRESETS[k] for k in (
     "single", "random", "static_mixture", "oracle", "carrot", "causal", "messplus", "slarouter", "slarouter_ddv"))
 
@@ -148,12 +154,101 @@ def expand_presets(names: Iterable[str]) -> tuple[MethodSpec, ...]:
     return tuple(parse_method(n) for n in names)
 
 
+# -- feedback models (a grid axis) --------------------------------------------------------
+#: the FeedbackConfig fields that matter for each kind (the rest are ignored by it)
+FEEDBACK_FIELDS: dict[str, tuple[str, ...]] = {
+    "iid": (), "bursty": ("burst_length", "on_fraction"), "negative": ("negative_ratio",),
+    "delayed": ("delay", "delay_dist"), "drift": ("drift_mix",),
+}
+
+
+def _feedback_presets() -> dict[str, FeedbackConfig]:
+    from .judge import JUDGE_PRESETS
+
+    out = {k: FeedbackConfig(kind=k) for k in FEEDBACK_KINDS}  # type: ignore[arg-type]
+    for name, judge in JUDGE_PRESETS.items():
+        out[f"judge-{name}"] = FeedbackConfig(judge=judge)
+    return out
+
+
+#: named feedback models: each kind with its defaults, and IID labels from the paper's
+#: simulated judges (``judge-acpbench``, ``judge-gpqa``)
+FEEDBACK_PRESETS: dict[str, FeedbackConfig] = _feedback_presets()
+
+
+def parse_feedback(value: FeedbackConfig | str | Mapping[str, Any]) -> FeedbackConfig:
+    """A :class:`FeedbackConfig`, a preset name (:data:`FEEDBACK_PRESETS`), a dict of its
+    fields, or ``kind:key=value,...`` (e.g. ``bursty:burst_length=20,on_fraction=0.5``,
+    ``delayed:delay=200,delay_dist=geometric``, ``iid:judge=gpqa``)."""
+    if isinstance(value, FeedbackConfig):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return FeedbackConfig.from_dict(dict(value))
+        except TypeError as exc:
+            raise ValueError(f"bad feedback model {dict(value)!r}: {exc}") from None
+    if not isinstance(value, str):
+        raise ValueError(f"a feedback model must be a FeedbackConfig, a preset name or kind:key=value, got {value!r}")
+    text = value.strip()
+    if text in FEEDBACK_PRESETS:
+        return FEEDBACK_PRESETS[text]
+    kind, _, rest = text.partition(":")
+    if kind not in FEEDBACK_KINDS:
+        raise ValueError(f"unknown feedback model {text!r}: use a preset ({', '.join(FEEDBACK_PRESETS)}) or "
+                         f"kind:key=value with a kind of {', '.join(FEEDBACK_KINDS)}")
+    from .judge import JUDGE_PRESETS
+
+    kw: dict[str, Any] = {"kind": kind}
+    known = {"burst_length", "on_fraction", "negative_ratio", "delay", "delay_dist", "drift_mix", "judge"}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, raw = item.partition("=")
+        if not eq or key not in known:
+            raise ValueError(f"bad feedback parameter {item!r} in {text!r}: use key=value with a key of "
+                             f"{', '.join(sorted(known))}")
+        if key == "judge":
+            if raw not in JUDGE_PRESETS:
+                raise ValueError(f"unknown judge {raw!r}: choose {', '.join(JUDGE_PRESETS)}")
+            kw[key] = JUDGE_PRESETS[raw]
+        elif key == "delay_dist":
+            kw[key] = raw
+        else:
+            try:
+                kw[key] = float(raw)
+            except ValueError:
+                raise ValueError(f"feedback parameter {key} must be a number, got {raw!r}") from None
+    return FeedbackConfig(**kw)
+
+
+def feedback_params(fcfg: FeedbackConfig) -> dict[str, Any]:
+    """The parameters that matter for ``fcfg``'s kind, and its judge (if any)."""
+    out: dict[str, Any] = {k: getattr(fcfg, k) for k in FEEDBACK_FIELDS[fcfg.kind]}
+    if fcfg.judge is not None:
+        out["judge"] = fcfg.judge.to_dict()
+    return out
+
+
+def feedback_name(fcfg: FeedbackConfig) -> str:
+    """Short, unique-per-plan name: the kind, its non-default parameters, the judge."""
+    base = FeedbackConfig()
+    diff = [f"{k}={getattr(fcfg, k):g}" if isinstance(getattr(fcfg, k), float) else f"{k}={getattr(fcfg, k)}"
+            for k in FEEDBACK_FIELDS[fcfg.kind] if getattr(fcfg, k) != getattr(base, k)]
+    name = fcfg.kind + (f"({','.join(diff)})" if diff else "")
+    if fcfg.judge is not None:
+        name += f"+judge({fcfg.judge.name})"
+    return name
+
+
 # -- grid ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GridConfig:
     """What to run. ``benchmarks`` None means every benchmark of each dataset except
-    ``exclude_benchmarks``; ``feedback_rates`` and several specs of one method (different
-    params) are the parameter axes of the grid."""
+    ``exclude_benchmarks``; ``feedback_rates``, ``feedback`` (feedback models: each a
+    :class:`FeedbackConfig`, a preset name of :data:`FEEDBACK_PRESETS` or
+    ``kind:key=value,...``) and several specs of one method (different params) are the
+    parameter axes of the grid. In each cell every method runs on the same stream with
+    the same feedback plan. ``mixed``: one stream over all selected benchmarks of a
+    dataset (benchmark ``"a+b+..."``) instead of one per benchmark; workload drift
+    (``drift``) needs it, since it changes the benchmark mix of the stream."""
 
     methods: tuple[MethodSpec, ...] = DEFAULT_METHODS
     seeds: tuple[int, ...] = PAPER_SEEDS
@@ -162,6 +257,8 @@ class GridConfig:
     feedback_rates: tuple[float, ...] = (0.2,)
     alpha: float | str = "midpoint"
     history_fraction: float = DEFAULT_HISTORY_FRACTION
+    feedback: tuple[FeedbackConfig, ...] = (FeedbackConfig(),)
+    mixed: bool = False
 
     def __post_init__(self) -> None:
         for name in ("methods", "seeds", "feedback_rates", "exclude_benchmarks"):
@@ -187,6 +284,24 @@ class GridConfig:
         f = self.history_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f < 1.0:
             raise ValueError(f"history_fraction must be in [0, 1), got {f!r}")
+        fb = self.feedback
+        if isinstance(fb, (FeedbackConfig, str, Mapping)):
+            fb = (fb,)
+        fb = tuple(parse_feedback(x) for x in fb)
+        if not fb:
+            raise ValueError("give at least one feedback model (FeedbackConfig() is IID)")
+        names = [feedback_name(x) for x in fb]
+        if len(set(names)) != len(names):
+            raise ValueError(f"feedback models must differ, got {names}")
+        for x in fb:
+            for r in self.feedback_rates:
+                x.check_rate(float(r))  # e.g. bursty: rate / on_fraction must be <= 1
+        if any(x.kind == "drift" for x in fb) and not self.mixed:
+            raise ValueError("workload drift changes the benchmark mix of one stream: it needs mixed=True "
+                             "(--mixed), one stream over several benchmarks")
+        object.__setattr__(self, "feedback", fb)
+        if not isinstance(self.mixed, bool):
+            raise ValueError("mixed must be True or False")
 
 
 @dataclass(frozen=True)
@@ -227,12 +342,13 @@ class Task:
     feedback_rate: float
     history_fraction: float
     spec: MethodSpec
+    feedback: FeedbackConfig = FeedbackConfig()
 
 
 ERROR_POLICIES = ("raise", "record")
 
 ROW_COLUMNS = ("dataset", "benchmark", "method", "method_key", "params", "seed", "feedback_rate",
-               "history_fraction", "alpha", "n_stream", "n_history", "cost_unit", "stream_cost",
+               "feedback_model", "feedback_kind", "feedback_params", "history_fraction", "alpha", "n_stream", "n_history", "cost_unit", "stream_cost",
                "training_cost", "operating_cost", "satisfaction", "post_convergence_satisfaction",
                "sla_met", "explored", "feedback", "final_q", "final_v", "tuned")
 
@@ -263,6 +379,10 @@ def plan_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig
             benches = [b for b in ds.data.benchmark_names if b not in config.exclude_benchmarks]
         if not benches:
             raise ValueError(f"no benchmark left to run in {ds.name!r}")
+        cells = [benches] if config.mixed else [[b] for b in benches]
+        if any(f.kind == "drift" for f in config.feedback) and len(benches) < 2:
+            raise ValueError(f"workload drift needs at least two benchmarks in the mixed stream of {ds.name!r}, "
+                             f"got {benches}")
         specs: list[MethodSpec] = []
         for spec in config.methods:
             check_params(spec.method, {k: v for k, v in spec.params.items()
@@ -273,15 +393,17 @@ def plan_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig
                 specs.append(spec)
         bench_of = ds.data.benchmarks
         emb = np.asarray(ds.embeddings, np.float32)
-        for b in benches:
-            sub = ds.data.select([b])
+        for cell in cells:
+            b = "+".join(cell)
+            sub = ds.data.select(cell)
             alpha = resolve_alpha(config.alpha, sub)
-            payloads[(ds.name, b)] = (_slim(sub), np.ascontiguousarray(emb[bench_of == b]))
+            payloads[(ds.name, b)] = (_slim(sub), np.ascontiguousarray(emb[np.isin(bench_of, cell)]))
             for rate in config.feedback_rates:
-                for seed in config.seeds:
-                    for spec in specs:
-                        tasks.append(Task(len(tasks), ds.name, b, alpha, int(seed), float(rate),
-                                          float(config.history_fraction), spec))
+                for fcfg in config.feedback:
+                    for seed in config.seeds:
+                        for spec in specs:
+                            tasks.append(Task(len(tasks), ds.name, b, alpha, int(seed), float(rate),
+                                              float(config.history_fraction), spec, fcfg))
     return tasks, payloads
 
 
@@ -294,7 +416,7 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
     with threadpool_limits(limits=1):  # small matrices: one BLAS thread per worker is fastest
         try:
             r = method(stream, stream_emb, task.alpha, task.seed, task.feedback_rate,
-                       history=history, **task.spec.params)
+                       history=history, feedback=task.feedback, **task.spec.params)
         except TypeError as exc:
             raise ValueError(f"bad parameters for {task.spec.method}: {exc}") from None
     s = r.summary
@@ -302,8 +424,8 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
     row = {
         "dataset": task.dataset, "benchmark": task.benchmark, "method": task.spec.name,
         "method_key": task.spec.method, "params": task.spec.params_json(), "seed": task.seed,
-        "feedback_rate": task.feedback_rate, "history_fraction": task.history_fraction,
-        "alpha": task.alpha, "n_stream": stream.n_requests, "n_history": history.n,
+        "feedback_rate": task.feedback_rate, **_feedback_cols(task.feedback),
+        "history_fraction": task.history_fraction, "alpha": task.alpha, "n_stream": stream.n_requests, "n_history": history.n,
         "cost_unit": s.display_unit, "stream_cost": s.operating_cost * scale,
         "training_cost": r.extra_cost * scale, "operating_cost": r.total_cost * scale,
         "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
@@ -315,12 +437,17 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
     return row
 
 
+def _feedback_cols(fcfg: FeedbackConfig) -> dict:
+    return {"feedback_model": feedback_name(fcfg), "feedback_kind": fcfg.kind,
+            "feedback_params": json.dumps(feedback_params(fcfg), sort_keys=True)}
+
+
 def _error_row(task: Task, data: RoutingData, message: str) -> dict:
     row = {c: np.nan for c in ROW_COLUMNS}
     row.update({"dataset": task.dataset, "benchmark": task.benchmark, "method": task.spec.name,
                 "method_key": task.spec.method, "params": task.spec.params_json(), "seed": task.seed,
-                "feedback_rate": task.feedback_rate, "history_fraction": task.history_fraction,
-                "alpha": task.alpha, "sla_met": False, "tuned": "{}", "error": message})
+                "feedback_rate": task.feedback_rate, **_feedback_cols(task.feedback),
+                "history_fraction": task.history_fraction, "alpha": task.alpha, "sla_met": False, "tuned": "{}", "error": message})
     for m in data.models:
         row[f"calls_{m}"] = np.nan
     return row
@@ -417,12 +544,21 @@ def _run_ray(tasks, payloads, n_jobs: int, address: str | None, finished, on_err
 def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: RouterConfig | None = None,
                        alpha: float | str = "midpoint", benchmarks: Sequence[str] | None = None,
                        seeds: Iterable[int] = PAPER_SEEDS, feedback_rate: float = 0.2,
-                       per_benchmark: bool = True, progress: ProgressFn | None = None) -> pd.DataFrame:
+                       per_benchmark: bool = True, progress: ProgressFn | None = None,
+                       feedback: FeedbackConfig | str | None = None) -> pd.DataFrame:
     """SLARouter on each benchmark's own stream (or one mixed stream) for every seed,
-    on the whole benchmark (no history split; see :func:`run_grid` for the comparison)."""
+    on the whole benchmark (no history split; see :func:`run_grid` for the comparison).
+    ``feedback``: the feedback model (a :class:`FeedbackConfig`, preset name or
+    ``kind:key=value``; default IID); workload drift needs ``per_benchmark=False``."""
+    fcfg = parse_feedback(feedback) if feedback is not None else FeedbackConfig()
+    fcfg.check_rate(float(feedback_rate))
     names = list(benchmarks) if benchmarks else data.benchmark_names
     data.select(names)  # validates the names
     groups = [[b] for b in names] if per_benchmark else [names]
+    if fcfg.kind == "drift" and any(len(g) < 2 for g in groups):
+        raise ValueError("workload drift changes the benchmark mix of one stream: run one mixed stream "
+                         "(per_benchmark=False, --mixed) over at least two benchmarks")
+    fcols = _feedback_cols(fcfg)
     seeds = list(seeds)
     rows = []
     done, total = 0, len(groups) * len(seeds)
@@ -434,10 +570,11 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
         base = router if router is not None else RouterConfig(alpha=a)
         cfg = replace(base, alpha=a)
         for seed in seeds:
-            s = simulate(sub, emb, SimulationConfig(cfg, feedback_rate=feedback_rate, seed=seed)).summary()
+            s = simulate(sub, emb, SimulationConfig(cfg, feedback_rate=feedback_rate, seed=seed,
+                                                    feedback=fcfg)).summary()
             row = {"benchmark": "+".join(group), "seed": seed, "method": "SLARouter",
                    "alpha": a, "c": cfg.c, "V": cfg.V if cfg.V is not None else "data-driven",
-                   "feedback_rate": feedback_rate, "requests": s.requests,
+                   "feedback_rate": feedback_rate, **fcols, "requests": s.requests,
                    "operating_cost": s.operating_cost_display, "cost_unit": s.display_unit,
                    "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
                    "sla_met": s.sla_met, "explored": s.explored, "feedback": s.feedback, "final_v": s.final_v}
@@ -452,7 +589,7 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
 
 # -- aggregation and reports --------------------------------------------------------------
 def _group_keys(results: pd.DataFrame) -> list[str]:
-    keys = [k for k in ("dataset", "benchmark", "feedback_rate") if k in results.columns]
+    keys = [k for k in ("dataset", "benchmark", "feedback_rate", "feedback_model") if k in results.columns]
     return keys
 
 
@@ -511,6 +648,8 @@ def _fmt_group_title(r: pd.Series, keys: list[str]) -> str:
     extra = f"alpha = {100 * r['alpha']:.1f}%"
     if "feedback_rate" in keys:
         extra += f", feedback rate {r['feedback_rate']:g}"
+    if "feedback_model" in keys and r["feedback_model"] != "iid":
+        extra += f", feedback {r['feedback_model']}"
     return f"{title} ({extra})"
 
 
@@ -567,7 +706,10 @@ def overview(agg: pd.DataFrame) -> pd.DataFrame:
         if "method_key" in agg.columns and (agg["method_key"] == key).any():
             ref_cost[key] = agg[agg["method_key"] == key].set_index(keys)["cost_mean"]
     rows = []
-    for method, block in agg.groupby("method", sort=False):
+    several = "feedback_model" in agg.columns and agg["feedback_model"].nunique() > 1
+    by = ["method", "feedback_model"] if several else ["method"]
+    for key, block in agg.groupby(by, sort=False):
+        method = f"{key[0]} [feedback {key[1]}]" if several else key[0]
         row = {"method": method, "benchmarks": len(block), "sla_met": int(block["sla_met"].sum()),
                "cheapest": int(block["cheapest"].sum()),
                "satisfaction_minus_alpha_pp": float(100 * (block["satisfaction_mean"] - block["alpha"]).mean()),
@@ -632,6 +774,8 @@ def format_gaps(agg: pd.DataFrame, method_key: str = "slarouter") -> str:
              "÷ static mixture | ÷ oracle | cheapest compliant (÷ its cost) |", "|---|---|---|---|---|---|---|---|---|"]
     for _, r in g.iterrows():
         bench = r.get("benchmark", "all")
+        if r.get("feedback_model", "iid") != "iid":
+            bench = f"{bench} [feedback {r['feedback_model']}]"
         cc = r["cheapest_compliant"]
         cc = f"{cc} ({r['cost_vs_cheapest_compliant']:.2f}×)" if cc != "none" else "none"
         lines.append(f"| {bench} | {r['method']} | {100 * r['alpha']:.1f} | {r['gap_pp']:+.1f} | "

@@ -325,3 +325,109 @@ def test_bad_inputs_rejected(split):
         B.carrot(stream, semb, ALPHA, 0, RATE, history=hist, mu=2.0)
     with pytest.raises(ValueError, match="width"):
         B.carrot(stream, semb[:, :4], ALPHA, 0, RATE, history=hist)
+
+
+# -- feedback models: every method on the same plan ---------------------------------------
+from slarouter_core.feedback import FeedbackConfig  # noqa: E402
+from slarouter_core.judge import GPQA_JUDGE  # noqa: E402
+from slarouter_core.simulator import stream_plan_full  # noqa: E402
+
+
+def _all_methods(stream, semb, hist, seed, feedback):
+    out = {}
+    for name, f in B.METHODS.items():
+        kw = {"model": "medium"} if name == "single" else ({"V": 1e-3} if name == "slarouter" else {})
+        out[name] = f(stream, semb, ALPHA, seed, RATE, history=hist, feedback=feedback, **kw)
+    return out
+
+
+@pytest.mark.parametrize("fcfg", [FeedbackConfig(kind="negative", negative_ratio=1.8),
+                                  FeedbackConfig(kind="bursty", burst_length=10, on_fraction=0.6),
+                                  FeedbackConfig(kind="drift", drift_mix=0.0)])
+def test_every_method_gets_the_same_non_iid_plan(split, fcfg):
+    stream, semb, hist = split
+    order, fplan, _ = stream_plan_full(stream.n_requests, stream.solved, RATE, 5, True, fcfg, stream.benchmarks)
+    iid_order, iid_plan, _ = stream_plan(stream.n_requests, stream.solved, RATE, 5)
+    plan = fplan.feedback
+    if fcfg.kind == "drift":  # the benchmark mix changes: first all of "a", then all of "b"
+        assert not np.array_equal(order, iid_order)
+        assert set(stream.benchmarks[order[: int((stream.benchmarks == "a").sum())]]) == {"a"}
+    else:
+        assert not np.array_equal(plan, iid_plan)
+    res = _all_methods(stream, semb, hist, 5, fcfg)
+    for name, r in res.items():
+        np.testing.assert_array_equal(r.order, order, err_msg=name)
+    for name in ("messplus", "slarouter"):  # online: the verdicts they saw are the plan's, for their models
+        r = res[name]
+        seen = plan[np.arange(stream.n_requests), r.model]
+        assert r.summary.feedback == int((seen != -1).sum()), name
+        if fcfg.kind == "negative":  # presence depends on the served model's label
+            assert r.summary.feedback != int((iid_plan[np.arange(stream.n_requests), r.model] != -1).sum())
+
+
+def test_iid_feedback_config_is_the_default_exactly(split):
+    stream, semb, hist = split
+    default = _all_methods(stream, semb, hist, 9, None)
+    explicit = _all_methods(stream, semb, hist, 9, FeedbackConfig())
+    for name in B.METHODS:
+        a, b = default[name], explicit[name]
+        np.testing.assert_array_equal(a.model, b.model, err_msg=name)
+        np.testing.assert_array_equal(a.cost, b.cost, err_msg=name)
+        np.testing.assert_equal(dataclasses.asdict(a.summary), dataclasses.asdict(b.summary))
+    order, _, _ = stream_plan(stream.n_requests, stream.solved, RATE, 9)  # the old API's stream
+    np.testing.assert_array_equal(default["messplus"].order, order)
+
+
+def test_messplus_delayed_feedback(split):
+    stream, semb, _ = split
+    iid = B.messplus(stream, semb, ALPHA, 7, 0.3, V=1e-3)
+    zero = B.messplus(stream, semb, ALPHA, 7, 0.3, V=1e-3, feedback=FeedbackConfig(kind="delayed", delay=0))
+    np.testing.assert_array_equal(zero.model, iid.model)  # delay 0: the immediate path exactly
+    np.testing.assert_array_equal(zero.q, iid.q)
+    d = 40
+    late = B.messplus(stream, semb, ALPHA, 7, 0.3, V=1e-3, feedback=FeedbackConfig(kind="delayed", delay=d))
+    _, plan, _ = stream_plan(stream.n_requests, stream.solved, 0.3, 7)
+    gives = np.flatnonzero(plan[np.arange(stream.n_requests), late.model] != -1)
+    first_move = int(np.flatnonzero(late.q != 0)[0]) if (late.q != 0).any() else stream.n_requests
+    # the queue cannot move before the first verdict arrives, d - 1 steps after it was given
+    assert first_move >= gives[0] + d - 1
+    # the queue replays the same verdicts, each d - 1 steps late
+    q = 0.0
+    expect = np.zeros(stream.n_requests)
+    arrive = {int(i) + d - 1: int(i) for i in gives}
+    for t in range(stream.n_requests):
+        if t in arrive:
+            j = arrive[t]
+            q = max(0.0, q + ALPHA - plan[j, late.model[j]])
+        expect[t] = q
+    np.testing.assert_allclose(late.q, expect)
+    assert not np.array_equal(late.model, iid.model)
+
+
+def test_offline_methods_and_feedback_models(split):
+    stream, semb, hist = split
+    iid = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3)
+    neg = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3,
+                   feedback=FeedbackConfig(kind="negative", negative_ratio=1.9))
+    assert neg.info["n_feedback"] > iid.info["n_feedback"]  # logged failures are labelled more often
+    late = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3, feedback=FeedbackConfig(kind="delayed"))
+    np.testing.assert_array_equal(late.model, iid.model)  # offline: the log is complete before training
+    c_iid = B.carrot(stream, semb, ALPHA, 3, RATE, history=hist, mu=0.0)
+    c_burst = B.carrot(stream, semb, ALPHA, 3, RATE, history=hist, mu=0.0,
+                       feedback=FeedbackConfig(kind="bursty", on_fraction=0.6))
+    np.testing.assert_array_equal(c_burst.info["quality"], c_iid.info["quality"])  # fully labelled history
+    c_judge = B.carrot(stream, semb, ALPHA, 3, RATE, history=hist, mu=0.0, feedback=FeedbackConfig(judge=GPQA_JUDGE))
+    assert not np.array_equal(c_judge.info["quality"], c_iid.info["quality"])  # the judge labels its history
+    assert c_judge.extra_cost == c_iid.extra_cost
+
+
+def test_feedback_is_not_a_method_param(split):
+    stream, semb, hist = split
+    with pytest.raises(ValueError, match="not as a method param"):
+        B.check_params("slarouter", {"feedback": {"kind": "bursty"}})
+    with pytest.raises(ValueError, match="not as a method param"):
+        B.check_params("messplus", {"feedback": {"kind": "bursty"}})
+    with pytest.raises(TypeError, match="FeedbackConfig"):
+        B.random_router(stream, semb, ALPHA, 0, RATE, feedback="bursty")
+    with pytest.raises(ValueError, match="on_fraction"):
+        B.messplus(stream, semb, ALPHA, 0, 0.5, feedback=FeedbackConfig(kind="bursty", on_fraction=0.25))
