@@ -165,6 +165,11 @@ class RoutingData:
         return pd.DataFrame(rows)
 
 
+def _plain(value):
+    """A NumPy scalar as the Python value it holds, so messages read 5, not np.int64(5)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -244,7 +249,7 @@ def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
         nonbin = ~np.isin(arr, (0.0, 1.0))
         if nonbin.any():
             i = int(np.flatnonzero(nonbin)[0])
-            problems.append(f"Column {m}_solved must be binary (0/1) but row {i} has {arr[i]!r}.")
+            problems.append(f"Column {m}_solved must be binary (0/1) but row {i} has {arr[i]:g}.")
             continue
         solved[:, j] = arr.astype(np.int8)
 
@@ -298,7 +303,7 @@ def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
         if dups.any():
             i = int(np.flatnonzero(dups.to_numpy())[0])
             problems.append(f"{int(dups.sum())} duplicate (benchmark, doc_id) pair(s), first at row {i} "
-                            f"({frame['benchmark'].iloc[i]!r}, {frame['doc_id'].iloc[i]!r}): "
+                            f"({_plain(frame['benchmark'].iloc[i])!r}, {_plain(frame['doc_id'].iloc[i])!r}): "
                             "each request must appear once.")
     if problems:
         raise DataValidationError(problems)
