@@ -59,6 +59,13 @@ def test_local_hf_encoder(tmp_path):
     assert X.shape == (2, 32)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-5)
     assert np.array_equal(X, enc.encode(["the cat sat", "tax"]))
+    # length-bucketed batches: a text's vector does not depend on what it is batched with
+    enc.max_batch_tokens = 4
+    texts = ["the cat sat on the mat", "tax", "the cat", "cat sat on the mat the tax"]
+    one_by_one = np.stack([enc.encode([t])[0] for t in texts])
+    np.testing.assert_allclose(enc.encode(texts), one_by_one, atol=1e-5)
+    enc.max_batch_tokens = 4096
+    np.testing.assert_allclose(enc.encode(texts), one_by_one, atol=1e-5)
 
 
 def test_packaged_minilm_offline(monkeypatch):
