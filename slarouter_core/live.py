@@ -469,6 +469,10 @@ class HandSession:
 
     @property
     def q(self) -> float:
+        """The queue the router's next decision uses (guarded mode: with its margin), so the
+        Q shown beside the decision table is the Q in its ``Q*(alpha - shat)`` column."""
+        if self.router.g is not None:
+            return float(self.router.decision_queue())
         return float(self.router.q)
 
     @property

@@ -285,6 +285,10 @@ def test_hand_feedback_with_the_guarded_router(small):
     hand = HandSession(data, emb, RunSettings(alpha=0.7, mode="guarded"))
     hand.serve_auto(60)
     req = hand.next_from_stream()
+    # the Q shown beside the decision table is the one in its Q*(alpha - shat) column
+    assert req.q_before == pytest.approx(req.decision.q)
+    np.testing.assert_allclose(hand.explanation(req)["Q*(alpha-shat)"],
+                               req.decision.q * (req.decision.alpha - req.decision.shat), rtol=1e-6)
     hand.answer(0)
     assert hand.router.config.mode == "guarded"
     assert req.q_after > req.q_before
