@@ -139,15 +139,24 @@ def parse_method(text: str) -> MethodSpec:
         raise ValueError(f"unknown method {name!r}: use a preset ({', '.join(PRESETS)}) "
                          f"or method:key=value with a method of {', '.join(METHODS)}")
     params: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise ValueError(f"bad method parameter {item!r} in {text!r}: use key=value")
+    for key, value in _key_values(rest, text, "method"):
         try:
             params[key] = json.loads(value)
         except json.JSONDecodeError:
             params[key] = value
     return MethodSpec(name, params)
+
+
+def _key_values(rest: str, text: str, what: str, known: set[str] | None = None) -> list[tuple[str, str]]:
+    """The ``key=value`` pairs of a ``name:key=value,...`` spec, with a plain error."""
+    pairs = []
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key or (known is not None and key not in known):
+            allowed = f" with a key of {', '.join(sorted(known))}" if known is not None else ""
+            raise ValueError(f"bad {what} parameter {item!r} in {text!r}: use key=value{allowed}")
+        pairs.append((key, value))
+    return pairs
 
 
 def expand_presets(names: Iterable[str]) -> tuple[MethodSpec, ...]:
@@ -200,11 +209,7 @@ def parse_feedback(value: FeedbackConfig | str | Mapping[str, Any]) -> FeedbackC
 
     kw: dict[str, Any] = {"kind": kind}
     known = {"burst_length", "on_fraction", "negative_ratio", "delay", "delay_dist", "drift_mix", "judge"}
-    for item in filter(None, (x.strip() for x in rest.split(","))):
-        key, eq, raw = item.partition("=")
-        if not eq or key not in known:
-            raise ValueError(f"bad feedback parameter {item!r} in {text!r}: use key=value with a key of "
-                             f"{', '.join(sorted(known))}")
+    for key, raw in _key_values(rest, text, "feedback", known):
         if key == "judge":
             if raw not in JUDGE_PRESETS:
                 raise ValueError(f"unknown judge {raw!r}: choose {', '.join(JUDGE_PRESETS)}")
