@@ -26,6 +26,9 @@ NO_FEEDBACK = -1
 POLICY_PAGE = 4096
 MODES = ("paper", "guarded")
 LATE_WINDOW = 100_000
+#: Thompson policy: Marsaglia-Tsang proposals per gamma variate (pre-drawn per step)
+TS_TRIES = 4
+POLICIES = ("argmin", "mixture", "thompson")
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,12 @@ class RouterConfig:
     * ``policy``: ``"argmin"`` the drift-plus-penalty rule (with the switches above);
       ``"mixture"``: each step, the cheapest randomised mix of models (by running mean
       cost) whose pessimistic levels (mean - ``pessimism`` * sd) reach the target rate
-      ``alpha + (deficit + margin) / horizon``; the most expensive model when none does.
+      ``alpha + (deficit + margin) / horizon``; the most expensive model when none does;
+      ``"thompson"``: posterior sampling: each step draws every model's satisfaction from
+      its Beta posterior over the feedback counts (plus the predictor's centred
+      deviation when ``levels``), then the argmin of ``V*C + Q*(alpha - sample)`` (with
+      ``guard_q``; ``optimism`` is not used, the sampling explores). Draws come from a
+      dedicated seeded stream tied to the step index (reproducible, batched == per-request).
     * ``label_fpr`` / ``label_fnr``: known error rates of the feedback source (e.g. an LLM
       judge); the queue and the levels then use the debiased label
       ``(s - fpr) / (1 - fpr - fnr)``, unbiased for the true satisfaction. 0 = trusted.
@@ -85,7 +93,7 @@ class RouterConfig:
     v_scale: float = 10.0
     train_every: int = 8
     prior_strength: float = 1.0
-    policy: Literal["argmin", "mixture"] = "argmin"
+    policy: Literal["argmin", "mixture", "thompson"] = "argmin"
     horizon: float = 200.0
     pessimism: float = 1.0
     label_fpr: float = 0.0
@@ -118,8 +126,8 @@ class RouterConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 0.5:
                 raise ValueError(f"{name} must be in [0, 0.5), got {v!r}")
-        if self.policy not in ("argmin", "mixture"):
-            raise ValueError(f"policy must be 'argmin' or 'mixture', got {self.policy!r}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         for name in ("v_scale", "prior_strength", "horizon"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
@@ -273,6 +281,11 @@ class SLARouter:
         # eval-mode predictions for steps [start, start + len) under predictor version
         self._pred_cache: tuple[int, int, np.ndarray] | None = None
         self.g = GuardedState.empty(self.n_models) if config.mode == "guarded" else None
+        # Thompson policy: a dedicated stream (the 4th child of the seed; the other three
+        # streams are unchanged), pre-drawn per step like the policy uniforms
+        self.ts_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(3,))))
+        self._ts_start = 0
+        self._ts = np.zeros((0, 2 * self.n_models, 2 * TS_TRIES + 1))
         # guarded mode: steps served without feedback, for feedback that arrives late
         self._late: dict[int, tuple] = {}
 
@@ -302,6 +315,21 @@ class SLARouter:
             self._draws_start += keep_from
             self._draws = np.concatenate([self._draws[keep_from:], self.policy_rng.random((POLICY_PAGE, 2))])
         return self._draws[i0 - self._draws_start:i1 - self._draws_start]
+
+    def _ts_draws(self, i0: int, i1: int) -> np.ndarray:
+        """Thompson policy: per 0-based step in [i0, i1), for each model's two gamma
+        variates (A then B), TS_TRIES standard normals then TS_TRIES + 1 uniforms; drawn
+        in fixed pages tied to the step index, like :meth:`_policy_draws`."""
+        if i0 < self._ts_start:
+            raise RuntimeError("Thompson draws for past steps are gone")
+        K, M2 = TS_TRIES, 2 * self.n_models
+        while self._ts_start + len(self._ts) < i1:
+            keep_from = max(0, min(self.t, self._ts_start + len(self._ts)) - self._ts_start)
+            self._ts_start += keep_from
+            z = self.ts_rng.standard_normal((POLICY_PAGE, M2, K))
+            u = self.ts_rng.random((POLICY_PAGE, M2, K + 1))
+            self._ts = np.concatenate([self._ts[keep_from:], np.concatenate([z, u], axis=2)])
+        return self._ts[i0 - self._ts_start:i1 - self._ts_start]
 
     def _check_costs(self, costs: np.ndarray) -> np.ndarray:
         c = np.asarray(costs, dtype=np.float64)
@@ -511,6 +539,13 @@ class SLARouter:
         g.csum += c
         if explore:
             m = min(int(u_choice * M), M - 1)
+        elif cfg.policy == "thompson":
+            D = np.ascontiguousarray(self._ts_draws(t - 1, t)[0])
+            est = np.empty(M)
+            _thompson_levels(g.lpos, g.lcnt, P, dev, a0, cfg.text_weight, cfg.levels, D, est)
+            m = int(np.argmin(v * c + qd * (cfg.alpha - est)))
+            if cfg.guard_q is not None and qd > cfg.guard_q and m != M - 1:
+                m, escalated = M - 1, True
         elif cfg.policy == "mixture":
             A = a0 + g.lpos
             B = a0 + g.lcnt - g.lpos
@@ -629,7 +664,9 @@ class SLARouter:
                            -1.0 if cfg.guard_q is None else cfg.guard_q, cfg.prior_strength,
                            cfg.horizon, cfg.pessimism, cfg.label_fpr, cfg.label_fnr, cfg.train_every], np.float64)
         flags = np.array([cfg.levels, cfg.bank_surplus, cfg.queue_update == "dr", cfg.learn_from_all,
-                          cfg.policy == "mixture"], np.bool_)
+                          cfg.policy == "mixture", cfg.policy == "thompson"], np.bool_)
+        TS = (np.ascontiguousarray(self._ts_draws(t0, t0 + n)) if cfg.policy == "thompson"
+              else np.zeros((1, 1, 1)))
         last_dev = g.last_dev.copy()
         last_shat = g.last_shat.copy()
         i = 0
@@ -638,7 +675,7 @@ class SLARouter:
             stop = min(n, p_start + len(P))
             j, due = _guarded_kernel(i, stop, t0, P, p_start, costs_n, fb_n, U, st, g.lpos, g.lcnt, g.psum,
                                      g.csum, last_dev, last_shat, params, flags,
-                                     out_m, out_f, out_dev, learn)
+                                     out_m, out_f, out_dev, learn, TS)
             for k in np.flatnonzero(learn[i:j]) + i:
                 self.predictor.add(X[k], int(out_m[k]), float(fb_n[k, out_m[k]]))
             if due:
@@ -693,10 +730,15 @@ class SLARouter:
         }
         if self.g is not None:
             meta["guarded"] = self.g.to_meta()
+        if self.config.policy == "thompson":
+            meta["ts_rng"] = self.ts_rng.bit_generator.state
+            meta["ts_start"] = self._ts_start
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         arrays = self.predictor.state_arrays()
         arrays["router.policy_draws"] = np.ascontiguousarray(self._draws)
+        if self.config.policy == "thompson":
+            arrays["router.ts_draws"] = np.ascontiguousarray(self._ts)
         save_file(arrays, str(p),
                   metadata={"slarouter": json.dumps(meta, default=_json_default)})
         return p
@@ -729,6 +771,11 @@ class SLARouter:
             router.predictor = SatisfactionPredictor.from_state(meta["predictor"], tensors)
             if router.g is not None:
                 router.g = GuardedState.from_meta(meta["guarded"])
+            if "ts_rng" in meta:
+                router.ts_rng.bit_generator.state = _int_state(meta["ts_rng"])
+                router._ts_start = int(meta["ts_start"])
+                router._ts = np.array(tensors["router.ts_draws"], np.float64).reshape(
+                    -1, 2 * router.n_models, 2 * TS_TRIES + 1)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{p.name}: corrupt SLARouter checkpoint ({exc})") from None
         return router
@@ -812,7 +859,7 @@ except ImportError:  # pragma: no cover
 
 
 def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, lpos, lcnt, psum, csum, last_dev, last_shat,
-                    params, flags, out_m, out_f, out_dev, learn):
+                    params, flags, out_m, out_f, out_dev, learn, TS):
     """Guarded mode's rule for block rows [i0, i1) with fixed predictions ``P`` (row i is
     ``P[i - p0]``); the same arithmetic as ``SLARouter._g_decide``/``_g_observe``.
 
@@ -820,7 +867,7 @@ def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, lpos, lcnt, psum, csum,
     (next row, training due). Compiled with numba when installed.
     """
     alpha, c, V, q_max, eps, v_scale, w, kappa, z, guard, a0, horizon, pess, fpr, fnr, every = params
-    levels, bank, dr, learn_all, mixture = flags
+    levels, bank, dr, learn_all, mixture, thompson = flags
     M = P.shape[1]
     shat = np.empty(M)
     est = np.empty(M)
@@ -870,6 +917,17 @@ def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, lpos, lcnt, psum, csum,
                 cm[j] = csum[j] / t
             target = alpha + (base + z * np.sqrt(st[2])) / horizon
             m = _mixture_pick(cm, lv, target, U[i, 1])
+        elif thompson:
+            _thompson_levels(lpos, lcnt, P[i - p0], dev, a0, w, levels, TS[i], lv)
+            m = 0
+            best = v * costs[i, 0] + qd * (alpha - lv[0])
+            for j in range(1, M):
+                sc = v * costs[i, j] + qd * (alpha - lv[j])
+                if sc < best:
+                    best = sc
+                    m = j
+            if guard >= 0 and qd > guard and m != M - 1:
+                m = M - 1
         else:
             m = 0
             best = v * costs[i, 0] + qd * (alpha - est[0])
@@ -924,6 +982,56 @@ def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, lpos, lcnt, psum, csum,
     return i1, False
 
 
+def _gamma_variate(a, D, row):
+    """Gamma(a, 1) by Marsaglia-Tsang from pre-drawn numbers ``D[row]`` (TS_TRIES
+    normals, then TS_TRIES + 1 uniforms; the last boosts a < 1). If every proposal is
+    rejected (probability < 1e-5 per variate for a >= 1) the last proposal is kept."""
+    K = (D.shape[1] - 1) // 2
+    boost = 1.0
+    if a < 1.0:
+        boost = D[row, 2 * K] ** (1.0 / a)
+        a = a + 1.0
+    d = a - 1.0 / 3.0
+    cc = 1.0 / np.sqrt(9.0 * d)
+    g = d
+    for k in range(K):
+        z = D[row, k]
+        v = 1.0 + cc * z
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        g = d * v
+        u = D[row, K + k]
+        z2 = z * z
+        if u < 1.0 - 0.0331 * z2 * z2:
+            break
+        if u > 0.0 and np.log(u) < 0.5 * z2 + d * (1.0 - v + np.log(v)):
+            break
+    return g * boost
+
+
+def _thompson_levels(lpos, lcnt, P, dev, a0, w, levels, D, out):
+    """One posterior sample per model: Beta(a0 + positives, a0 + negatives) (shifted by
+    the predictor's centred deviation ``w * dev`` when ``levels``); without ``levels``
+    the Beta has the predictor's mean and ``lcnt + 2 a0`` pseudo-counts."""
+    M = lpos.shape[0]
+    for j in range(M):
+        if levels:
+            A = a0 + lpos[j]
+            B = a0 + lcnt[j] - lpos[j]
+        else:
+            pj = min(max(P[j], 1e-3), 1.0 - 1e-3)
+            n = lcnt[j] + 2.0 * a0
+            A = pj * n
+            B = (1.0 - pj) * n
+        ga = _gamma_variate(A, D, 2 * j)
+        gb = _gamma_variate(B, D, 2 * j + 1)
+        th = ga / (ga + gb) if ga + gb > 0.0 else A / (A + B)
+        if levels:
+            th = th + w * dev[j]
+        out[j] = min(max(th, 1e-3), 1.0 - 1e-3)
+
+
 def _mixture_pick(cost, level, target, u):
     """numba twin of :func:`_mixture_choice` (model only)."""
     M = cost.shape[0]
@@ -961,6 +1069,8 @@ try:  # pragma: no cover - exercised whenever numba is installed
     from numba import njit as _njit
 
     _mixture_pick = _njit(cache=True, nogil=True)(_mixture_pick)
+    _gamma_variate = _njit(cache=True, nogil=True)(_gamma_variate)
+    _thompson_levels = _njit(cache=True, nogil=True)(_thompson_levels)
     _guarded_kernel = _njit(cache=True, nogil=True)(_guarded_kernel)
 except ImportError:  # pragma: no cover
     pass

@@ -279,7 +279,8 @@ def test_optimism_tries_untried_models():
     C0 = np.array([1.0, 1.0001, 1.0002])
     picks = {}
     for kappa in (0.0, 2.0):
-        r = SLARouter(guarded(0.7, optimism=kappa, c=0.0, guard_q=None, margin_z=0.0, text_weight=0.0, V=1e-6), 3, X.shape[1], seed=0)
+        r = SLARouter(guarded(0.7, optimism=kappa, c=0.0, guard_q=None, margin_z=0.0, text_weight=0.0, V=1e-6,
+                              policy="argmin"), 3, X.shape[1], seed=0)
         r.t = 10
         r.g.deficit = 5.0
         r.g.lpos[:] = [6.0, 0.0, 0.0]  # model 0: 6/10 labels positive; others untried
@@ -321,7 +322,7 @@ def test_guarded_checkpoint_round_trip(tmp_path):
 
 @pytest.mark.parametrize("kw", [dict(mode="fast"), dict(queue_update="ips"), dict(margin_z=-1),
                                 dict(v_scale=0), dict(train_every=0), dict(guard_q=-1.0),
-                                dict(optimism=float("nan")), dict(levels=1)])
+                                dict(optimism=float("nan")), dict(levels=1), dict(policy="thomson")])
 def test_guarded_config_validation(kw):
     with pytest.raises(ValueError):
         RouterConfig(alpha=0.5, **kw)
@@ -376,3 +377,83 @@ def test_known_judge_error_rates_are_debiased_in_the_queue():
     assert abs(errs[True]) < 0.02
     with pytest.raises(ValueError):
         RouterConfig(alpha=0.5, label_fpr=0.6)
+
+
+# -- guarded mode, Thompson sampling policy --------------------------------------------------
+def test_thompson_policy_is_reproducible_for_a_seed():
+    X, C, F = stream(n=400, seed=4)
+    cfg = guarded(policy="thompson", margin_z=1.0)
+    a = SLARouter(cfg, 3, X.shape[1], seed=9).run_block(X, C, F)
+    b = SLARouter(cfg, 3, X.shape[1], seed=9).run_block(X, C, F)
+    c = SLARouter(cfg, 3, X.shape[1], seed=10).run_block(X, C, F)
+    assert np.array_equal(a.model, b.model) and np.array_equal(a.q, b.q)
+    assert not np.array_equal(a.model, c.model)
+    assert len(set(a.model.tolist())) == 3
+
+
+@pytest.mark.parametrize("text_weight", [0.0, 1.0])
+def test_thompson_run_block_matches_per_request_loop(text_weight):
+    X, C, F = stream(n=500, seed=12)
+    cfg = guarded(policy="thompson", margin_z=0.5, guard_q=None, text_weight=text_weight)
+    bt = SLARouter(cfg, 3, X.shape[1], seed=3).run_block(X, C, F)
+    steps = run_loop(SLARouter(cfg, 3, X.shape[1], seed=3), X, C, F)
+    models = np.array([d.model for d, *_ in steps])
+    if text_weight == 0.0:  # the predictor plays no part: identical to the last bit
+        assert np.array_equal(bt.model, models)
+        # bt.q[i] is the decision queue after step i, the one step i + 1 decides with
+        assert np.array_equal(bt.q[:-1], np.array([d.q for d, *_ in steps[1:]]))
+    else:  # batched vs single-row predictions may differ in the last float bits only
+        assert np.mean(bt.model == models) > 0.99
+
+
+def test_thompson_chunked_blocks_and_checkpoint_are_bit_identical(tmp_path):
+    X, C, F = stream(n=500, seed=6)
+    cfg = guarded(policy="thompson", margin_z=1.0, guard_q=5.0)
+    full = SLARouter(cfg, 3, X.shape[1], seed=1).run_block(X, C, F)
+    r = SLARouter(cfg, 3, X.shape[1], seed=1)
+    parts, a = [], 0
+    for k in (1, 37, 100, 2):
+        parts.append(r.run_block(X[a:], C[a:], F[a:], n=k))
+        a += k
+    r2 = SLARouter.load(r.save(tmp_path / "ts.safetensors"))
+    parts.append(r2.run_block(X[a:], C[a:], F[a:]))
+    assert np.array_equal(np.concatenate([p.model for p in parts]), full.model)
+    assert np.array_equal(np.concatenate([p.q for p in parts]), full.q)
+
+
+def test_thompson_samples_follow_the_beta_posterior():
+    from slarouter_core.router import TS_TRIES, _thompson_levels
+
+    rng = np.random.default_rng(0)
+    lpos, lcnt = np.array([0.0, 2.5, 40.0]), np.array([0.0, 9.0, 50.0])
+    n = 20000
+    S = np.empty((n, 3))
+    for i in range(n):
+        D = np.concatenate([rng.standard_normal((6, TS_TRIES)), rng.random((6, TS_TRIES + 1))], axis=1)
+        _thompson_levels(lpos, lcnt, np.zeros(3), np.zeros(3), 1.0, 1.0, True, D, S[i])
+    A, B = 1.0 + lpos, 1.0 + lcnt - lpos
+    mean, var = A / (A + B), A * B / ((A + B) ** 2 * (A + B + 1))
+    assert np.allclose(S.mean(axis=0), mean, atol=0.01)
+    assert np.allclose(S.var(axis=0), var, rtol=0.1)
+
+
+def test_thompson_picks_models_as_their_posteriors_say():
+    """Under a large deficit (cost negligible) the sampled argmin picks each model with the
+    probability that its posterior sample is the highest: the well-labelled good model
+    almost always, the untried one sometimes, the known-bad one never."""
+    X, C, _ = stream(n=3000, seed=1)
+    r = SLARouter(guarded(0.9, policy="thompson", c=0.0, guard_q=None, text_weight=0.0, V=1e-9),
+                  3, X.shape[1], seed=0)
+    r.g.lpos[:] = [2.0, 95.0, 0.0]
+    r.g.lcnt[:] = [100.0, 100.0, 0.0]
+    r.g.deficit = 1e6
+    picks = []
+    for i in range(len(X)):
+        d = r.decide(X[i], C[i])
+        r.observe(d, None)
+        picks.append(d.model)
+    freq = np.bincount(picks[1:], minlength=3) / (len(picks) - 1)  # step 1 always explores
+    # P(Beta(96, 6) > Uniform(0, 1)) = E[Beta(96, 6)] = 96 / 102
+    assert freq[1] == pytest.approx(96 / 102, abs=0.02)
+    assert freq[0] < 0.002
+    assert freq[2] == pytest.approx(6 / 102, abs=0.02)
