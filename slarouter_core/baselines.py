@@ -184,7 +184,8 @@ def _result(name: str, data: RoutingData, alpha: float, order: np.ndarray, model
                         info=info or {})
 
 
-def _require_history(history: History | None, method: str) -> History:
+def _require_history(history: History | None, method: str, width: int) -> History:
+    """The offline method's history split, checked against the stream's embedding width."""
     if history is None:
         raise ValueError(f"{method} is an offline method: it needs a history split "
                          "(history=split_history(...)[2]); the runner passes one")
@@ -192,6 +193,8 @@ def _require_history(history: History | None, method: str) -> History:
         raise TypeError("history must be a baselines.History")
     if history.n < 2:
         raise ValueError(f"{method} needs at least 2 history requests, got {history.n}")
+    if np.shape(history.embeddings)[1] != width:
+        raise ValueError("history and stream embeddings differ in width")
     return history
 
 
@@ -617,11 +620,9 @@ def carrot(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
         raise ValueError(f"tuning must be 'holdout' or 'loo', got {tuning!r}")
     alpha = _check_alpha(alpha)
     X = _check_emb(data, embeddings)
-    hist = _require_history(history, "CARROT")
+    hist = _require_history(history, "CARROT", X.shape[1])
     order, _, _ = _plan(data, seed, feedback_rate, feedback)
     Xh = np.asarray(hist.embeddings, np.float32)
-    if Xh.shape[1] != X.shape[1]:
-        raise ValueError("history and stream embeddings differ in width")
     Sh = hist.data.solved.astype(np.float64)
     fcfg = _feedback(feedback)
     if fcfg.judge is not None:
@@ -758,11 +759,9 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     """
     alpha = _check_alpha(alpha)
     X = _check_emb(data, embeddings)
-    hist = _require_history(history, "Causal routing")
+    hist = _require_history(history, "Causal routing", X.shape[1])
     order, _, _ = _plan(data, seed, feedback_rate, feedback)
     Xh = np.asarray(hist.embeddings, np.float32)
-    if Xh.shape[1] != X.shape[1]:
-        raise ValueError("history and stream embeddings differ in width")
     n, M = hist.n, data.n_models
     Sh = hist.data.solved.astype(np.float64)
     Ch = np.asarray(hist.data.costs, np.float64)

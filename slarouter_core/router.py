@@ -539,13 +539,6 @@ class SLARouter:
         g.csum += c
         if explore:
             m = min(int(u_choice * M), M - 1)
-        elif cfg.policy == "thompson":
-            D = np.ascontiguousarray(self._ts_draws(t - 1, t)[0])
-            est = np.empty(M)
-            _thompson_levels(g.lpos, g.lcnt, P, dev, a0, cfg.text_weight, cfg.levels, D, est)
-            m = int(np.argmin(v * c + qd * (cfg.alpha - est)))
-            if cfg.guard_q is not None and qd > cfg.guard_q and m != M - 1:
-                m, escalated = M - 1, True
         elif cfg.policy == "mixture":
             A = a0 + g.lpos
             B = a0 + g.lcnt - g.lpos
@@ -556,6 +549,10 @@ class SLARouter:
             m, escalated = _mixture_choice(g.csum / t, lcb, target, float(u_choice))
             est = lcb
         else:
+            if cfg.policy == "thompson":  # posterior samples replace the optimistic levels
+                D = np.ascontiguousarray(self._ts_draws(t - 1, t)[0])
+                est = np.empty(M)
+                _thompson_levels(g.lpos, g.lcnt, P, dev, a0, cfg.text_weight, cfg.levels, D, est)
             m = int(np.argmin(v * c + qd * (cfg.alpha - est)))
             if cfg.guard_q is not None and qd > cfg.guard_q and m != M - 1:
                 m, escalated = M - 1, True
@@ -819,6 +816,18 @@ def _int_state(state: dict) -> dict:
     return {k: (_int_state(v) if isinstance(v, dict) else v) for k, v in state.items()}
 
 
+def _argmin_score(v, costs, q, alpha, s):
+    """argmin_m V*C_m + Q*(alpha - s_m), ties to the cheaper (lower-index) model."""
+    m = 0
+    best = v * costs[0] + q * (alpha - s[0])
+    for j in range(1, len(costs)):
+        sc = v * costs[j] + q * (alpha - s[j])
+        if sc < best:
+            best = sc
+            m = j
+    return m
+
+
 def _queue_kernel(q, alpha, explore, m_explore, v, costs, S, feedback,
                   out_model, out_shat, out_s, out_q):
     """The sequential part of Algorithm 1 over a stretch with fixed predictions.
@@ -830,13 +839,7 @@ def _queue_kernel(q, alpha, explore, m_explore, v, costs, S, feedback,
         if explore[i]:
             m = m_explore[i]
         else:
-            m = 0
-            best = v[i] * costs[i, 0] + q * (alpha - S[i, 0])
-            for j in range(1, M):
-                sc = v[i] * costs[i, j] + q * (alpha - S[i, j])
-                if sc < best:
-                    best = sc
-                    m = j
+            m = _argmin_score(v[i], costs[i], q, alpha, S[i])
         f = feedback[i, m]
         sh = S[i, m]
         s = sh if f < 0 else float(f)
@@ -853,6 +856,7 @@ def _queue_kernel(q, alpha, explore, m_explore, v, costs, S, feedback,
 try:  # pragma: no cover - exercised whenever numba is installed
     from numba import njit
 
+    _argmin_score = njit(cache=True, nogil=True)(_argmin_score)
     _queue_kernel = njit(cache=True, nogil=True)(_queue_kernel)
 except ImportError:  # pragma: no cover
     pass
@@ -917,25 +921,12 @@ def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, lpos, lcnt, psum, csum,
                 cm[j] = csum[j] / t
             target = alpha + (base + z * np.sqrt(st[2])) / horizon
             m = _mixture_pick(cm, lv, target, U[i, 1])
-        elif thompson:
-            _thompson_levels(lpos, lcnt, P[i - p0], dev, a0, w, levels, TS[i], lv)
-            m = 0
-            best = v * costs[i, 0] + qd * (alpha - lv[0])
-            for j in range(1, M):
-                sc = v * costs[i, j] + qd * (alpha - lv[j])
-                if sc < best:
-                    best = sc
-                    m = j
-            if guard >= 0 and qd > guard and m != M - 1:
-                m = M - 1
         else:
-            m = 0
-            best = v * costs[i, 0] + qd * (alpha - est[0])
-            for j in range(1, M):
-                sc = v * costs[i, j] + qd * (alpha - est[j])
-                if sc < best:
-                    best = sc
-                    m = j
+            if thompson:  # posterior samples replace the optimistic levels
+                _thompson_levels(lpos, lcnt, P[i - p0], dev, a0, w, levels, TS[i], lv)
+                m = _argmin_score(v, costs[i], qd, alpha, lv)
+            else:
+                m = _argmin_score(v, costs[i], qd, alpha, est)
             if guard >= 0 and qd > guard and m != M - 1:
                 m = M - 1
         for j in range(M):
