@@ -47,8 +47,10 @@ with st.container(border=True):
                              value=float(ss.get("live_period", 0.3)), step=0.1, key="w_period")
     ss.live_period = float(period)
     mode = c4.selectbox("router", ROUTER_MODES, index=ROUTER_MODES.index(run.mode), key="w_mode",
-                        help="paper: Algorithm 1 as published. guarded: the improved router of this project "
-                             "(docs/IMPROVED.md), same settings plus its documented defaults.")
+                        help="paper: Algorithm 1 as published. guarded: text-blind, holds the SLA by escalating "
+                             "to the priciest model. contextual: learns from the request text which model "
+                             "solves it and certifies the SLA with its own confidence bound (c, V, Q_max and "
+                             "epsilon do not apply; docs/IMPROVED.md).")
     choices = feedback_model_choices()
     fb_model = run.feedback_model
     if len(choices) > 1:

@@ -891,7 +891,8 @@ def slarouter_router(data: RoutingData, embeddings: np.ndarray, alpha: float, se
     return MethodResult(name="slarouter", model=a["model"], order=a["row"], satisfied=a["satisfied"],
                         cost=np.asarray(a["cost"], np.float64), extra_cost=0.0, summary=sim.summary(),
                         explored=a["explored"], q=a["q"],
-                        info={"config": sim_cfg.router.to_dict(), "final_v": float(a["v"][-1])})
+                        info={"config": sim_cfg.router.to_dict(), "final_v": float(a["v"][-1]),
+                              "lcb": sim.router.certified_lower_bound()})
 
 
 def check_params(method: str, params: dict[str, Any]) -> None:

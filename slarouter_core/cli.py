@@ -11,6 +11,7 @@ from pathlib import Path
 from .data import DataValidationError, write_parquet
 from .encoders import DEFAULT_ENCODER, EmbeddingCache, EncoderUnavailableError, get_encoder
 from .experiments import aggregate, format_table, load_any, run_slarouter_grid
+from .router import MODES as ROUTER_MODES
 from .simulator import PAPER_SEEDS
 
 
@@ -105,11 +106,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     data = load_any(args.data, cost=args.cost).select(args.benchmark)
     for w in data.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    from .experiments import resolve_alpha
+
     alpha = args.alpha
-    try:
-        probe = 0.5 if alpha == "midpoint" else float(alpha)
-    except ValueError:
-        raise ValueError(f"--alpha must be a number in (0, 1) or 'midpoint', got {alpha!r}") from None
+    probe = resolve_alpha(alpha, None)  # a number, or a rule name ('midpoint', 'paper')
     router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps,
                           mode=args.mode)  # validates early
     (fcfg,) = feedback_from_args(args)
@@ -136,13 +136,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import (PAPER_EXCLUDE, GridConfig, expand_presets, load_dataset, run_grid,
                               write_report, write_results)
 
+    import pandas as pd
+
     methods = expand_presets(args.methods)  # validates before the slow part
     exclude = tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
-    config = GridConfig(methods=methods, seeds=tuple(args.seeds),
-                        benchmarks=tuple(args.benchmark) if args.benchmark else None,
-                        exclude_benchmarks=exclude, feedback_rates=tuple(args.feedback_rate),
-                        alpha=args.alpha, history_fraction=args.history_fraction,
-                        feedback=feedback_from_args(args), mixed=args.mixed)
+    alphas = args.alpha if isinstance(args.alpha, list) else [args.alpha]
+    configs = [GridConfig(methods=methods, seeds=tuple(args.seeds),
+                          benchmarks=tuple(args.benchmark) if args.benchmark else None,
+                          exclude_benchmarks=exclude, feedback_rates=tuple(args.feedback_rate),
+                          alpha=alpha, history_fraction=args.history_fraction,
+                          feedback=feedback_from_args(args), mixed=args.mixed) for alpha in dict.fromkeys(alphas)]
     datasets = []
     for path in args.data:
         ds = load_dataset(path, encoder=args.encoder, cost=args.cost, cache_dir=args.cache_dir,
@@ -151,8 +154,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"warning: {w}", file=sys.stderr)
         datasets.append(ds)
     start = time.time()
-    results = run_grid(datasets, config, backend=args.backend, n_jobs=args.jobs, progress=_progress("runs"),
-                       ray_address=args.ray_address)
+    parts = []
+    for config in configs:  # one grid per alpha setting (an alpha sweep when several)
+        part = run_grid(datasets, config, backend=args.backend, n_jobs=args.jobs, progress=_progress("runs"),
+                        ray_address=args.ray_address)
+        parts.append(part.assign(alpha_setting=str(config.alpha)) if len(configs) > 1 else part)
+    results = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     print(f"{len(results)} runs in {time.time() - start:.1f} s ({args.backend}, {args.jobs} jobs)", file=sys.stderr)
     if args.out:
         write_results(results, args.out)
@@ -192,7 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="simulate SLARouter on logged data")
     data_args(sim)
-    sim.add_argument("--alpha", required=True, help="SLA level in (0,1), or 'midpoint' per benchmark")
+    sim.add_argument("--alpha", required=True,
+                     help="SLA level in (0,1), or a rule per benchmark: 'midpoint' (between the two most "
+                          "expensive models) or 'paper' (1 point below the second most expensive)")
     sim.add_argument("--c", type=float, default=0.1, help="exploration constant (default 0.1)")
     sim.add_argument("--V", type=float, default=None, help="fixed V (default: data-driven)")
     sim.add_argument("--q-max", type=float, default=30.0, help="Q_max for data-driven V (default 30)")
@@ -202,8 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
     sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
     sim.add_argument("--out", default=None, help="results file (.csv or .json)")
-    sim.add_argument("--mode", default="paper", choices=["paper", "guarded"],
-                     help="paper: Algorithm 1 as published; guarded: the improved router (docs/IMPROVED.md)")
+    sim.add_argument("--mode", default="paper", choices=list(ROUTER_MODES),
+                     help="paper: Algorithm 1 as published; guarded: text-blind, holds the SLA by escalating; "
+                          "contextual: learns from the request text and certifies the SLA (docs/IMPROVED.md)")
     add_feedback_args(sim)
     sim.set_defaults(func=cmd_simulate)
 
@@ -214,13 +224,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--methods", nargs="+", default=["single", "random", "static_mixture", "oracle", "carrot",
                                                       "causal", "messplus", "slarouter", "slarouter_ddv"],
                       help="presets (single random static_mixture oracle carrot causal messplus slarouter "
-                           "slarouter_ddv slarouter_guarded) or method:key=value,... e.g. slarouter:V=0.0001")
+                           "slarouter_ddv slarouter_guarded slarouter_contextual) or method:key=value,... "
+                           "e.g. slarouter:mode=contextual or slarouter:V=0.0001")
     cmp_.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
     cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=[0.2], help="one or more rates (a grid axis)")
     add_feedback_args(cmp_, several=True)
     cmp_.add_argument("--mixed", action="store_true",
                       help="one stream over all selected benchmarks per dataset (needed by --feedback drift)")
-    cmp_.add_argument("--alpha", default="midpoint", help="SLA level in (0,1), or 'midpoint' per benchmark (default)")
+    cmp_.add_argument("--alpha", default="midpoint", nargs="+",
+                      help="SLA level(s) in (0,1), or a rule per benchmark: 'midpoint' (default) or 'paper' "
+                           "(1 point below the second most expensive model); several = an alpha sweep")
     cmp_.add_argument("--history-fraction", type=float, default=0.2,
                       help="share of each benchmark held out as history for CARROT/Causal (default 0.2)")
     cmp_.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")

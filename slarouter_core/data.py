@@ -389,3 +389,11 @@ def midpoint_alpha(data: RoutingData, lower: int = -2, upper: int = -1) -> float
     acc = data.solved.mean(axis=0)
     value = float((acc[lower] + acc[upper]) / 2)
     return math.floor(value * 1000 + 0.5) / 1000
+
+
+def paper_alpha(data: RoutingData, model: int = -2, below: float = 0.01) -> float:
+    """The paper's rule: alpha ``below`` (1 point) under one model's accuracy (default:
+    the second most expensive, the "medium" model of a small/medium/large zoo)."""
+    acc = data.solved.mean(axis=0)
+    value = float(acc[model] - below)
+    return math.floor(value * 1000 + 0.5) / 1000

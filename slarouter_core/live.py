@@ -471,9 +471,7 @@ class HandSession:
     def q(self) -> float:
         """The queue the router's next decision uses (guarded mode: with its margin), so the
         Q shown beside the decision table is the Q in its ``Q*(alpha - shat)`` column."""
-        if self.router.g is not None:
-            return float(self.router.decision_queue())
-        return float(self.router.q)
+        return float(self.router.decision_queue())
 
     @property
     def stream_left(self) -> int:
@@ -492,7 +490,7 @@ class HandSession:
         cur.q_after = self.q
         cur.feedback = None
         cur.source += " (skipped" + (f", auto feedback {fb})" if fb is not None else ")")
-        cur.shat_after = self.router.predictor.predict(cur.embedding)
+        cur.shat_after = self.router.predict_satisfaction(cur.embedding)
 
     def next_from_stream(self) -> HandRequest:
         """Route the next request of the seeded stream."""
@@ -537,17 +535,17 @@ class HandSession:
             raise ValueError("no open request to answer: take the next request or type one")
         if feedback not in (0, 1) or isinstance(feedback, bool):
             raise ValueError(f"feedback must be 1 (up) or 0 (down), got {feedback!r}")
-        version = self.router.predictor.version
+        version = self.router.model_version
         self.router.observe(cur.decision, int(feedback))
         if self.learn_from_all and not cur.decision.explored and self.config.mode == "paper":
             # Algorithm 1 learns from explored requests only; the demo option also learns here
             # (the guarded mode has its own learn_from_all switch, on by default)
             self.router.predictor.add(cur.embedding, cur.decision.model, float(feedback))
             self.router.predictor.train_step(self.router.buffer_rng)
-        cur.trained = self.router.predictor.version != version
+        cur.trained = self.router.model_version != version
         cur.feedback = int(feedback)
         cur.q_after = self.q
-        cur.shat_after = self.router.predictor.predict(cur.embedding)
+        cur.shat_after = self.router.predict_satisfaction(cur.embedding)
         return cur
 
     def serve_auto(self, n: int) -> int:

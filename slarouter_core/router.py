@@ -20,11 +20,12 @@ from typing import Literal
 
 import numpy as np
 
+from .policies.contextual import ContextualConfig, ContextualPolicy
 from .predictor import PredictorConfig, SatisfactionPredictor
 
 NO_FEEDBACK = -1
 POLICY_PAGE = 4096
-MODES = ("paper", "guarded")
+MODES = ("paper", "guarded", "contextual")
 LATE_WINDOW = 100_000
 #: Thompson policy: Marsaglia-Tsang proposals per gamma variate (pre-drawn per step)
 TS_TRIES = 4
@@ -80,7 +81,7 @@ class RouterConfig:
     V: float | None = None
     q_max: float = 30.0
     eps: float = 0.001
-    mode: Literal["paper", "guarded"] = "paper"
+    mode: Literal["paper", "guarded", "contextual"] = "paper"
     predictor: PredictorConfig = field(default_factory=PredictorConfig)
     queue_update: Literal["dr", "paper"] = "dr"
     bank_surplus: bool = True
@@ -98,6 +99,7 @@ class RouterConfig:
     pessimism: float = 1.0
     label_fpr: float = 0.0
     label_fnr: float = 0.0
+    contextual: ContextualConfig = field(default_factory=ContextualConfig)
 
     def __post_init__(self) -> None:
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or \
@@ -116,6 +118,12 @@ class RouterConfig:
             raise ValueError(f"unknown mode {self.mode!r} (choose from {', '.join(MODES)})")
         if not isinstance(self.predictor, PredictorConfig):
             raise TypeError("predictor must be a PredictorConfig")
+        if isinstance(self.contextual, dict):
+            object.__setattr__(self, "contextual", ContextualConfig.from_dict(self.contextual))
+        if not isinstance(self.contextual, ContextualConfig):
+            raise TypeError("contextual must be a ContextualConfig")
+        if self.mode != "contextual" and self.contextual != ContextualConfig():
+            raise ValueError("contextual settings apply only to mode='contextual'")
         if self.queue_update not in ("dr", "paper"):
             raise ValueError(f"queue_update must be 'dr' or 'paper', got {self.queue_update!r}")
         for name in ("margin_z", "text_weight", "optimism", "pessimism"):
@@ -149,12 +157,14 @@ class RouterConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["predictor"] = self.predictor.to_dict()
+        d["contextual"] = self.contextual.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "RouterConfig":
         d = dict(d)
         d["predictor"] = PredictorConfig(**d.get("predictor", {}))
+        d["contextual"] = ContextualConfig.from_dict(d.get("contextual"))
         return cls(**d)
 
 
@@ -281,6 +291,10 @@ class SLARouter:
         # eval-mode predictions for steps [start, start + len) under predictor version
         self._pred_cache: tuple[int, int, np.ndarray] | None = None
         self.g = GuardedState.empty(self.n_models) if config.mode == "guarded" else None
+        # contextual mode: a policy plug-in (slarouter_core/policies) owns the rule and state
+        self.policy = (ContextualPolicy(config.contextual, config.alpha, self.n_models, self.dim)
+                       if config.mode == "contextual" else None)
+        self._policy_step = None
         # Thompson policy: a dedicated stream (the 4th child of the seed; the other three
         # streams are unchanged), pre-drawn per step like the policy uniforms
         self.ts_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(3,))))
@@ -339,6 +353,30 @@ class SLARouter:
             raise ValueError("costs must be finite and >= 0")
         return c
 
+    def certified_lower_bound(self, z: float = 1.2816) -> float:
+        """The router's own one-sided (default 90%) lower confidence bound on the satisfied
+        share of the requests served so far, from its doubly-robust estimate; NaN in paper
+        mode, which claims no bound. The contextual policy uses its configured ``z``."""
+        if self.t == 0:
+            return math.nan
+        if self.policy is not None:
+            return self.policy.lower_bound()
+        if self.g is not None and self.config.queue_update == "dr":
+            served = self.config.alpha * self.t - self.g.deficit
+            return (served - z * math.sqrt(self.g.var_sum)) / self.t
+        return math.nan
+
+    def predict_satisfaction(self, x: np.ndarray) -> np.ndarray:
+        """Per-model satisfaction the current mode's model predicts for one request."""
+        if self.policy is not None:
+            return self.policy.predict(x)[0]
+        return self.predictor.predict(np.asarray(x, np.float32))
+
+    @property
+    def model_version(self) -> int:
+        """Bumped whenever the satisfaction model changes (a training step or a refit)."""
+        return self.policy.version if self.policy is not None else self.predictor.version
+
     # -- online API -------------------------------------------------------------------
     def decide(self, embedding: np.ndarray, costs: np.ndarray) -> Decision:
         """Choose a model for the next request (Algorithm 1, lines 3-17)."""
@@ -351,6 +389,13 @@ class SLARouter:
         t = self.t + 1
         u_explore, u_choice = self._policy_draws(t - 1, t)[0]
         self._pred_cache = None
+        if self.policy is not None:
+            step = self.policy.choose(x, c, t, float(u_explore), float(u_choice))
+            decision = Decision(t=t, model=step.model, explored=step.explored, p_explore=step.p_explore,
+                                shat=step.shat, costs=c, q=step.q, v=step.v, alpha=self.config.alpha)
+            self._policy_step = step
+            self._pending = (decision, x)
+            return decision
         if self.g is not None:
             decision = self._g_decide(t, c, self.predictor.predict(x), u_explore, u_choice)
             self._pending = (decision, x)
@@ -377,6 +422,14 @@ class SLARouter:
             raise ValueError(f"feedback must be 1, 0 or None, got {feedback!r}")
         _, x = self._pending
         m = decision.model
+        if self.policy is not None:
+            self.last_s_used = self.policy.update(self._policy_step, x, None if feedback is None else float(feedback))
+            if feedback is not None:
+                self.n_feedback += 1
+            self.policy.trim_pending(LATE_WINDOW)
+            self.t = decision.t
+            self._pending = None
+            return
         if self.g is not None:
             self._g_observe(decision.t, m, decision.explored, float(decision.shat[m]),
                             float(self.g.last_dev[m]), x, None if feedback is None else float(feedback))
@@ -414,6 +467,8 @@ class SLARouter:
             raise ValueError(f"n must be in [0, {total}]")
         if np.shape(X) != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
             raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
+        if self.policy is not None:
+            return self._policy_run_block(X, costs, feedback, n)
         if self.g is not None:
             return self._g_run_block(X, costs, feedback, n)
         cfg = self.config
@@ -467,6 +522,28 @@ class SLARouter:
         return BlockTrace(model=model, explored=explore, feedback=fb_served.astype(np.int8),
                           shat_served=shat_served, s_used=s_used, q=q_after, v=v, trained=trained)
 
+    def _policy_run_block(self, X, costs, feedback, n: int) -> BlockTrace:
+        """A policy plug-in's batched path: the per-request rule itself, so whole, chunked
+        and per-request runs are identical by construction."""
+        fb = np.asarray(feedback[:n])
+        out = {k: np.zeros(n, dt) for k, dt in (("model", np.int64), ("explored", bool), ("feedback", np.int8),
+                                                 ("shat_served", np.float64), ("s_used", np.float64),
+                                                 ("q", np.float64), ("v", np.float64), ("trained", bool))}
+        for i in range(n):
+            version = self.policy.version
+            d = self.decide(X[i], costs[i])
+            f = int(fb[i, d.model])
+            self.observe(d, None if f == NO_FEEDBACK else f)
+            out["model"][i] = d.model
+            out["explored"][i] = d.explored
+            out["feedback"][i] = f
+            out["shat_served"][i] = d.shat[d.model]
+            out["s_used"][i] = self.last_s_used
+            out["q"][i] = self.policy.decision_queue()
+            out["v"][i] = d.v
+            out["trained"][i] = self.policy.version != version
+        return BlockTrace(**out)
+
     def _segment_predictions(self, X, costs, feedback, start: int, stop: int) -> np.ndarray:
         """Predictions for block rows [start, stop), from the cache or one batch.
 
@@ -508,7 +585,12 @@ class SLARouter:
 
     # -- guarded mode (docs/IMPROVED.md) ----------------------------------------------
     def decision_queue(self) -> float:
-        """Guarded mode: the queue the next decision uses, max(0, base + margin)."""
+        """The queue the next decision uses: guarded mode's max(0, base + margin), the
+        contextual policy's certified shortfall, or paper mode's Q."""
+        if self.policy is not None:
+            return self.policy.decision_queue()
+        if self.g is None:
+            return self.q
         g, cfg = self.g, self.config
         base = g.deficit if cfg.bank_surplus else self.q
         return max(0.0, base + cfg.margin_z * math.sqrt(g.var_sum))
@@ -617,6 +699,10 @@ class SLARouter:
         """
         if feedback not in (0, 1, True, False):
             raise ValueError(f"feedback must be 1 or 0, got {feedback!r}")
+        if self.policy is not None:
+            self.policy.late_update(int(t), float(feedback))
+            self.n_feedback += 1
+            return
         rec = self._late.pop(int(t), None)
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
@@ -634,7 +720,10 @@ class SLARouter:
                 self.predictor.train_step(self.buffer_rng)
 
     def remember_for_late(self, decision: "Decision", x: np.ndarray) -> None:
-        """Paper mode: keep step ``decision.t`` so that :meth:`late_feedback` can use it."""
+        """Paper mode: keep step ``decision.t`` so that :meth:`late_feedback` can use it
+        (policy plug-ins keep their own pending steps: nothing to do)."""
+        if self.policy is not None:
+            return
         self._late[decision.t] = (decision.model, float(decision.shat[decision.model]), 0.0,
                                   decision.explored, np.asarray(x, np.float32))
         if len(self._late) > LATE_WINDOW:
@@ -727,6 +816,9 @@ class SLARouter:
         }
         if self.g is not None:
             meta["guarded"] = self.g.to_meta()
+        policy_arrays: dict[str, np.ndarray] = {}
+        if self.policy is not None:
+            meta["contextual"], policy_arrays = self.policy.state_dict()
         if self.config.policy == "thompson":
             meta["ts_rng"] = self.ts_rng.bit_generator.state
             meta["ts_start"] = self._ts_start
@@ -734,6 +826,7 @@ class SLARouter:
         p.parent.mkdir(parents=True, exist_ok=True)
         arrays = self.predictor.state_arrays()
         arrays["router.policy_draws"] = np.ascontiguousarray(self._draws)
+        arrays.update(policy_arrays)
         if self.config.policy == "thompson":
             arrays["router.ts_draws"] = np.ascontiguousarray(self._ts)
         save_file(arrays, str(p),
@@ -768,6 +861,8 @@ class SLARouter:
             router.predictor = SatisfactionPredictor.from_state(meta["predictor"], tensors)
             if router.g is not None:
                 router.g = GuardedState.from_meta(meta["guarded"])
+            if router.policy is not None:
+                router.policy.load_state(meta["contextual"], tensors)
             if "ts_rng" in meta:
                 router.ts_rng.bit_generator.state = _int_state(meta["ts_rng"])
                 router._ts_start = int(meta["ts_start"])

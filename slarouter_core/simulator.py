@@ -191,9 +191,9 @@ class Simulation:
             self._model[i] = m
             self._explored[i] = d.explored
             self._feedback[i] = f
-            self._shat[i] = float(d.shat[m]) if r.g is None else float(r.g.last_shat[m])
+            self._shat[i] = float(r.g.last_shat[m]) if r.g is not None else float(d.shat[m])
             self._s_used[i] = float("nan")  # the queue step is split between now and arrival
-            self._q[i] = r.q if r.g is None else r.decision_queue()
+            self._q[i] = r.decision_queue()
             self._v[i] = d.v
 
     def run(self) -> "Simulation":

@@ -1,0 +1,394 @@
+"""The ``contextual`` policy: route on what the request text predicts, certify the SLA.
+
+Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
+
+1. **A per-request satisfaction model learned from every feedback event.** A
+   multi-task logistic regression on the frozen embedding: model m's logit is
+   ``x . (w + d_m) + b_m``. The shared direction ``w`` learns what makes a request hard
+   for every model from all labels at once (a label of any model teaches it), the
+   per-model offsets ``d_m`` (penalised more strongly) learn where models differ, and the
+   intercepts ``b_m`` learn each model's level. Nothing is assumed from cost order. It is
+   refitted (L-BFGS, warm-started) whenever the label count has grown by ``refit_growth``.
+2. **A price set by a plan, not by a slowly-growing queue.** Every ``replan`` steps the
+   policy looks at the last ``window`` requests it saw (embeddings and costs, no labels)
+   and finds the smallest price ``lam`` at which serving each of them with
+   ``argmin_m cost_m - lam * p_m(x)`` reaches the target rate ``tau``: the per-request
+   version of the static mixture's linear program. The request is then served by that
+   same rule, so cheap models get the requests the model predicts they solve. The price
+   is scale-free (any cost unit); there is no V to tune.
+3. **A certificate, and a target that keeps it.** The policy's own estimate of its
+   whole-stream satisfaction is doubly robust: the prediction for the served model, plus
+   the inverse-propensity-weighted residual ``(y - p) / phi`` when feedback came
+   (``phi`` the running feedback rate). It stays unbiased whatever the predictor gets
+   wrong, as long as feedback does not depend on the verdict. Its variance is tracked,
+   which gives a lower confidence bound ``LCB_t`` (``z`` = 1.28: one-sided 90%). The
+   target is ``tau = alpha + (alpha * t - LCB_t) / H`` with ``H = max(h_min, h * t)``:
+   any shortfall of the *bound* is repaid over the next ``H`` requests. At the start of a
+   stream the bound is wide, so the policy serves its best-predicted model until it
+   has earned room: that is the start-up transient, handled by the same rule.
+
+Uniform exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming
+for every model, so a model written off early can come back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .base import PolicyStep, exploration_probability
+
+#: price used when the target cannot be reached: argmin(c - lam * p) then serves the
+#: model with the highest predicted satisfaction (ties: the cheaper)
+_PRICE_CAP = 1e9
+
+
+@dataclass(frozen=True)
+class ContextualConfig:
+    """Settings of the ``contextual`` policy (defaults are not tuned per dataset).
+
+    * ``z``: one-sided normal quantile of the certificate (1.28: 90%; 0 = no margin).
+    * ``h``, ``h_min``: a shortfall of the bound is repaid over ``max(h_min, h * t)`` steps.
+    * ``explore_c``: uniform exploration with probability ``min(1, explore_c / sqrt(t))``.
+    * ``c_shared``, ``c_model``: inverse L2 strengths of the shared direction and of the
+      per-model offsets (``c_model`` 0 switches the offsets off).
+    * ``text``: learn from the embedding at all (False: per-model levels only, a
+      text-blind ablation).
+    * ``refit_growth``, ``min_labels``: refit when the label count has grown by this
+      factor, from this many labels on.
+    * ``max_labels``: the newest labels kept for fitting (memory is bounded).
+    * ``replan``, ``window``: recompute the price every ``replan`` steps from the last
+      ``window`` requests.
+    * ``optimism``: when no price reaches the target (the policy then serves each
+      request's best model), each model's prediction gets an upper-confidence bonus
+      ``optimism * sqrt(p (1 - p) / (labels_m + 1))``, so that a model that looked best
+      on its first few labels cannot lock the others out (0 = greedy).
+    * ``dr``: certify with the doubly-robust estimate (False: trust the predictor, the
+      ablation of part 3's robustness).
+    """
+
+    z: float = 1.28
+    h: float = 0.05
+    h_min: float = 50.0
+    explore_c: float = 2.0
+    c_shared: float = 10.0
+    c_model: float = 1.0
+    text: bool = True
+    refit_growth: float = 1.25
+    min_labels: int = 16
+    max_labels: int = 20_000
+    replan: int = 8
+    window: int = 512
+    dr: bool = True
+    optimism: float = 1.0
+
+    def __post_init__(self) -> None:
+        from ..validation import check_bool, check_int, check_number
+
+        check_number("z", self.z, low=0.0)
+        check_number("h", self.h, low=0.0, low_open=True)
+        check_number("h_min", self.h_min, low=1.0)
+        check_number("explore_c", self.explore_c, low=0.0)
+        check_number("c_shared", self.c_shared, low=0.0, low_open=True)
+        check_number("c_model", self.c_model, low=0.0)
+        check_number("refit_growth", self.refit_growth, low=1.0, low_open=True)
+        check_int("min_labels", self.min_labels, low=2)
+        check_int("max_labels", self.max_labels, low=16)
+        check_int("replan", self.replan, low=1)
+        check_int("window", self.window, low=1)
+        check_number("optimism", self.optimism, low=0.0)
+        check_bool("text", self.text)
+        check_bool("dr", self.dr)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "ContextualConfig":
+        return cls(**(d or {}))
+
+
+#: each part's ablation (docs/IMPROVED.md; ``benchmarks/bench_contextual.py --ablate``)
+CONTEXTUAL_SWITCHES: dict[str, dict] = {
+    "text": {"text": False},
+    "margin": {"z": 0.0},
+    "dr": {"dr": False},
+    "explore": {"explore_c": 0.0},
+    "offsets": {"c_model": 0.0},
+    "optimism": {"optimism": 0.0},
+}
+
+
+def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models: int,
+                           c_shared: float, c_model: float, init: np.ndarray | None = None
+                           ) -> np.ndarray:
+    """Parameters ``[w (D), d (D*M), b (M)]`` of ``logit_m(x) = x.(w + d_m) + b_m``.
+
+    Minimises the summed log loss plus ``|w|^2 / (2 c_shared) + |d|^2 / (2 c_model)``
+    (``c_model`` 0: no offsets); intercepts carry a tiny penalty only to stay finite
+    when a model's labels are all equal. Deterministic for the same inputs.
+    """
+    X = np.asarray(X, np.float64)
+    n, D = X.shape
+    M = int(n_models)
+    m = np.asarray(m, np.int64)
+    y = np.asarray(y, np.float64)
+    onehot = np.zeros((n, M))
+    onehot[np.arange(n), m] = 1.0
+    use_d = c_model > 0
+
+    def unpack(theta):
+        w = theta[:D]
+        d = theta[D:D + D * M].reshape(M, D) if use_d else np.zeros((M, D))
+        b = theta[-M:]
+        return w, d, b
+
+    def fun(theta):
+        w, d, b = unpack(theta)
+        z = X @ w + b[m]
+        if use_d:
+            z = z + np.einsum("ij,ij->i", X, d[m])
+        # log(1 + e^z) - y z, stably
+        loss = np.logaddexp(0.0, z) - y * z
+        r = 1.0 / (1.0 + np.exp(-z)) - y
+        f = loss.sum() + w @ w / (2 * c_shared) + 1e-4 * (b @ b) / 2
+        gw = X.T @ r + w / c_shared
+        gb = onehot.T @ r + 1e-4 * b
+        parts = [gw]
+        if use_d:
+            f += (d * d).sum() / (2 * c_model)
+            gd = (onehot * r[:, None]).T @ X + d / c_model
+            parts.append(gd.ravel())
+        parts.append(gb)
+        return f, np.concatenate(parts)
+
+    size = D + (D * M if use_d else 0) + M
+    x0 = np.zeros(size) if init is None or len(init) != size else np.asarray(init, np.float64)
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 200})
+    return res.x
+
+
+def price_for_target(P: np.ndarray, C: np.ndarray, tau: float, iters: int = 50) -> float:
+    """Smallest price ``lam`` with ``mean_i P[i, argmin_m C[i, m] - lam P[i, m]] >= tau``.
+
+    0 when the cheapest choice already reaches ``tau``; ``_PRICE_CAP`` when no price
+    does (then the rule serves each request's best-predicted model).
+    """
+    n = len(P)
+    if n == 0:
+        return _PRICE_CAP
+    rows = np.arange(n)
+
+    def rate(lam: float) -> float:
+        return float(P[rows, np.argmin(C - lam * P, axis=1)].mean())
+
+    if rate(0.0) >= tau:
+        return 0.0
+    scale = max(float(np.abs(C).mean()), 1e-300) / max(float(P.std()), 1e-3)
+    lo, hi = scale * 1e-6, scale * 1e6
+    if rate(hi) < tau:
+        return _PRICE_CAP
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if rate(mid) >= tau:
+            hi = mid
+        else:
+            lo = mid
+        if hi <= lo * (1 + 1e-6):
+            break
+    return hi
+
+
+class ContextualPolicy:
+    """State and rule of the ``contextual`` mode (see the module docstring)."""
+
+    def __init__(self, config: ContextualConfig, alpha: float, n_models: int, dim: int):
+        self.config = config
+        self.alpha = float(alpha)
+        self.M = int(n_models)
+        self.D = int(dim)
+        cfg = config
+        self.n_feedback = 0
+        self.dr_sum = 0.0  # doubly-robust estimate of the satisfied count so far
+        self.var_sum = 0.0  # its variance
+        self.r2_sum = 0.0  # squared residuals of the labelled steps
+        self.r2_n = 0
+        self.pos = np.zeros(self.M)  # per-model label counts (levels before the first fit)
+        self.cnt = np.zeros(self.M)
+        self.theta: np.ndarray | None = None
+        self.W = np.zeros((self.D, self.M))
+        self.b = np.zeros(self.M)
+        self.version = 0
+        self.next_fit = cfg.min_labels
+        self.lab_x = np.zeros((0, self.D), np.float32)
+        self.lab_m = np.zeros(0, np.int64)
+        self.lab_y = np.zeros(0, np.float64)
+        self.ref_x = np.zeros((cfg.window, self.D), np.float32)
+        self.ref_c = np.zeros((cfg.window, self.M))
+        self.ref_n = 0
+        self.lam = _PRICE_CAP
+        self.tau = 1.0
+        self.t = 0
+        # steps served without feedback yet: t -> (model, prediction, x)
+        self.pending: OrderedDict[int, tuple[int, float, np.ndarray]] = OrderedDict()
+
+    # -- the model ----------------------------------------------------------------
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """(n, M) predicted satisfaction; per-model Beta(1, 1) means before the first fit."""
+        X = np.atleast_2d(np.asarray(X, np.float32))
+        if self.theta is None:
+            return np.tile((self.pos + 1.0) / (self.cnt + 2.0), (len(X), 1))
+        z = X.astype(np.float64) @ self.W + self.b
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def _refit(self) -> None:
+        cfg = self.config
+        y = self.lab_y
+        if y.min() == y.max():  # one class only: keep the levels
+            return
+        if cfg.text:
+            theta = fit_multitask_logistic(self.lab_x, self.lab_m, y, self.M, cfg.c_shared,
+                                           cfg.c_model, self.theta)
+            D, M = self.D, self.M
+            w = theta[:D]
+            d = theta[D:D + D * M].reshape(M, D) if cfg.c_model > 0 else np.zeros((M, D))
+            self.W = (w[None, :] + d).T.copy()
+            self.b = theta[-M:].copy()
+        else:  # text-blind ablation: each model's level only
+            theta = np.log((self.pos + 1.0) / (self.cnt - self.pos + 1.0))
+            self.W = np.zeros((self.D, self.M))
+            self.b = theta.copy()
+        self.theta = theta
+        self.version += 1
+
+    # -- the certificate ----------------------------------------------------------
+    def lower_bound(self) -> float:
+        """Lower confidence bound on the satisfied share of the steps served so far."""
+        if self.t == 0:
+            return 0.0
+        return (self.dr_sum - self.config.z * math.sqrt(self.var_sum)) / self.t
+
+    def estimate(self) -> float:
+        """Point estimate of the satisfied share so far (doubly robust)."""
+        return self.dr_sum / self.t if self.t else 0.0
+
+    def decision_queue(self) -> float:
+        """The certified shortfall ``max(0, alpha * t - LCB_t)`` in requests (the
+        quantity the target repays; 0 when the bound clears alpha)."""
+        short = self.alpha * self.t - (self.dr_sum - self.config.z * math.sqrt(self.var_sum))
+        return max(0.0, short)
+
+    # -- the rule -----------------------------------------------------------------
+    def _replan(self, t: int) -> None:
+        cfg = self.config
+        shortfall = self.alpha * (t - 1) - (self.dr_sum - cfg.z * math.sqrt(self.var_sum))
+        self.tau = self.alpha + shortfall / max(cfg.h_min, cfg.h * t)
+        n = min(self.ref_n, cfg.window)
+        self.lam = price_for_target(self.predict(self.ref_x[:n]), self.ref_c[:n], self.tau)
+
+    def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float,
+               u_choice: float) -> PolicyStep:
+        cfg = self.config
+        i = self.ref_n % cfg.window
+        self.ref_x[i] = x
+        self.ref_c[i] = costs
+        self.ref_n += 1
+        if t == 1 or t % cfg.replan == 0:
+            self._replan(t)
+        p = self.predict(x)[0]
+        p_exp = float(exploration_probability(t, cfg.explore_c, 0.5)) if cfg.explore_c > 0 else 0.0
+        explore = u_explore < p_exp
+        used = p
+        if self.lam >= _PRICE_CAP and cfg.optimism > 0:  # serving the best model: find it
+            used = np.minimum(1.0, p + cfg.optimism * np.sqrt(p * (1.0 - p) / (self.cnt + 1.0)))
+        if explore:
+            m = min(int(u_choice * self.M), self.M - 1)
+        else:
+            m = int(np.argmin(costs - self.lam * used))
+        self.t = t
+        return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p_exp, shat=used,
+                          q=float(self.lam), v=1.0, shat_served=float(p[m]))
+
+    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float:
+        """Account step ``step.t``; returns the doubly-robust value it adds to the estimate."""
+        p = step.shat_served
+        phi = (self.n_feedback + 1.0) / (step.t + 1.0)
+        r2 = (self.r2_sum + 0.25) / (self.r2_n + 1.0)
+        if self.config.dr:
+            self.var_sum += r2 * (1.0 - phi) / phi
+            s = p if feedback is None else p + (float(feedback) - p) / phi
+        else:
+            s = p if feedback is None else float(feedback)
+        self.dr_sum += s
+        if feedback is None:
+            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32))
+        else:
+            self._learn(step.model, p, x, float(feedback))
+        return s
+
+    def late_update(self, t: int, feedback: float) -> None:
+        rec = self.pending.pop(int(t), None)
+        if rec is None:
+            raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
+        m, p, x = rec
+        if self.config.dr:
+            phi = (self.n_feedback + 1.0) / (self.t + 1.0)
+            self.dr_sum += (float(feedback) - p) / phi
+        else:
+            self.dr_sum += float(feedback) - p
+        self._learn(m, p, x, float(feedback))
+
+    def trim_pending(self, keep: int) -> None:
+        """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""
+        while len(self.pending) > keep:
+            self.pending.popitem(last=False)
+
+    def _learn(self, m: int, p: float, x: np.ndarray, y: float) -> None:
+        cfg = self.config
+        self.n_feedback += 1
+        self.r2_sum += (y - p) ** 2
+        self.r2_n += 1
+        self.pos[m] += y
+        self.cnt[m] += 1
+        self.lab_x = np.concatenate([self.lab_x, np.asarray(x, np.float32)[None]])[-cfg.max_labels:]
+        self.lab_m = np.append(self.lab_m, m)[-cfg.max_labels:]
+        self.lab_y = np.append(self.lab_y, y)[-cfg.max_labels:]
+        if self.n_feedback >= self.next_fit:
+            self._refit()
+            self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
+
+    # -- checkpoints ----------------------------------------------------------------
+    _SCALARS = ("n_feedback", "dr_sum", "var_sum", "r2_sum", "r2_n", "version", "next_fit",
+                "ref_n", "lam", "tau", "t")
+    _ARRAYS = ("pos", "cnt", "W", "b", "lab_x", "lab_m", "lab_y", "ref_x", "ref_c")
+
+    def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta: dict[str, Any] = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
+        meta["fitted"] = self.theta is not None
+        meta["pending"] = [[t, m, repr(p)] for t, (m, p, _) in self.pending.items()]
+        arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS}
+        if self.theta is not None:
+            arrays["contextual.theta"] = np.ascontiguousarray(self.theta)
+        arrays["contextual.pending_x"] = (np.stack([x for (_, _, x) in self.pending.values()])
+                                          if self.pending else np.zeros((0, self.D), np.float32))
+        return meta, arrays
+
+    def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        for k in self._SCALARS:
+            v = float(meta[k])
+            if not math.isfinite(v):
+                raise ValueError(f"contextual state {k} is not finite")
+            setattr(self, k, int(v) if k in ("n_feedback", "r2_n", "version", "next_fit", "ref_n", "t") else v)
+        for k in self._ARRAYS:
+            a = np.array(arrays[f"contextual.{k}"])
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise ValueError(f"contextual state {k} is not finite")
+            setattr(self, k, a)
+        self.theta = np.array(arrays["contextual.theta"]) if meta.get("fitted") else None
+        px = np.array(arrays["contextual.pending_x"], np.float32)
+        self.pending = OrderedDict((int(t), (int(m), float(p), px[i])) for i, (t, m, p) in enumerate(meta["pending"]))
