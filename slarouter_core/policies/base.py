@@ -26,6 +26,9 @@ class PolicyStep:
 
     ``shat`` are the per-model satisfaction estimates the decision used, and
     ``argmin_m v * costs_m + q * (alpha - shat_m)`` is the rule (``Decision.scores``).
+    ``blind``: the model was chosen without looking at the request (exploration, or a
+    fallback that serves every request alike), so its label is an unbiased sample of that
+    model's satisfaction over the stream.
     """
 
     t: int
@@ -36,6 +39,7 @@ class PolicyStep:
     q: float
     v: float
     shat_served: float
+    blind: bool = False
 
 
 class Policy(Protocol):

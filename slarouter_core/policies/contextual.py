@@ -46,6 +46,7 @@ from .base import PolicyStep, exploration_probability
 #: price used when the target cannot be reached: argmin(c - lam * p) then serves the
 #: model with the highest predicted satisfaction (ties: the cheaper)
 _PRICE_CAP = 1e9
+FALLBACKS = ("mean", "level", "request")
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,19 @@ class ContextualConfig:
     * ``max_labels``: the newest labels kept for fitting (memory is bounded).
     * ``replan``, ``window``: recompute the price every ``replan`` steps from the last
       ``window`` requests.
-    * ``optimism``: when no price reaches the target (the policy then serves each
-      request's best model), each model's prediction gets an upper-confidence bonus
-      ``optimism * sqrt(p (1 - p) / (labels_m + 1))``, so that a model that looked best
-      on its first few labels cannot lock the others out (0 = greedy).
+    * ``fallback``: what serves requests when no price reaches the target. ``"level"``:
+      one model for every request, the one with the best satisfaction level measured on
+      labels of request-blind choices (exploration and this fallback itself; they are not
+      selected by the text, though the fallback's own are by time: it lasts while the
+      certificate is behind); ``"request"``: each request's best-predicted model (its
+      noisy per-request differences cannot repay a shortfall reliably: the ablation);
+      ``"mean"``: one model for every request, the best by the predictor's mean over
+      recent requests (measured worse than ``"level"``: docs/IMPROVED.md).
+    * ``optimism``: in the fallback, each model's level gets an upper-confidence bonus of
+      ``optimism`` posterior standard deviations, ``sqrt(p (1 - p) / (labels_m + 1))``, so
+      that a model unlucky on its first labels is tried again (0 = greedy). A UCB1 bonus
+      (growing with log of all labels) explored too much here: every extra pull of a worse
+      model is satisfaction the SLA has to repay.
     * ``dr``: certify with the doubly-robust estimate (False: trust the predictor, the
       ablation of part 3's robustness).
     """
@@ -86,6 +96,7 @@ class ContextualConfig:
     window: int = 512
     dr: bool = True
     optimism: float = 1.0
+    fallback: str = "level"
 
     def __post_init__(self) -> None:
         from ..validation import check_bool, check_int, check_number
@@ -102,6 +113,8 @@ class ContextualConfig:
         check_int("replan", self.replan, low=1)
         check_int("window", self.window, low=1)
         check_number("optimism", self.optimism, low=0.0)
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
         check_bool("text", self.text)
         check_bool("dr", self.dr)
 
@@ -121,6 +134,7 @@ CONTEXTUAL_SWITCHES: dict[str, dict] = {
     "explore": {"explore_c": 0.0},
     "offsets": {"c_model": 0.0},
     "optimism": {"optimism": 0.0},
+    "fallback": {"fallback": "request"},
 }
 
 
@@ -220,6 +234,8 @@ class ContextualPolicy:
         self.r2_n = 0
         self.pos = np.zeros(self.M)  # per-model label counts (levels before the first fit)
         self.cnt = np.zeros(self.M)
+        self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
+        self.blind_cnt = np.zeros(self.M)
         self.theta: np.ndarray | None = None
         self.W = np.zeros((self.D, self.M))
         self.b = np.zeros(self.M)
@@ -233,6 +249,7 @@ class ContextualPolicy:
         self.ref_n = 0
         self.lam = _PRICE_CAP
         self.tau = 1.0
+        self.mean_p = np.full(self.M, 0.5)
         self.t = 0
         # steps served without feedback yet: t -> (model, prediction, x)
         self.pending: OrderedDict[int, tuple[int, float, np.ndarray]] = OrderedDict()
@@ -289,7 +306,9 @@ class ContextualPolicy:
         shortfall = self.alpha * (t - 1) - (self.dr_sum - cfg.z * math.sqrt(self.var_sum))
         self.tau = self.alpha + shortfall / max(cfg.h_min, cfg.h * t)
         n = min(self.ref_n, cfg.window)
-        self.lam = price_for_target(self.predict(self.ref_x[:n]), self.ref_c[:n], self.tau)
+        P = self.predict(self.ref_x[:n])
+        self.mean_p = P.mean(axis=0)
+        self.lam = price_for_target(P, self.ref_c[:n], self.tau)
 
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float,
                u_choice: float) -> PolicyStep:
@@ -304,15 +323,24 @@ class ContextualPolicy:
         p_exp = float(exploration_probability(t, cfg.explore_c, 0.5)) if cfg.explore_c > 0 else 0.0
         explore = u_explore < p_exp
         used = p
-        if self.lam >= _PRICE_CAP and cfg.optimism > 0:  # serving the best model: find it
-            used = np.minimum(1.0, p + cfg.optimism * np.sqrt(p * (1.0 - p) / (self.cnt + 1.0)))
+        capped = self.lam >= _PRICE_CAP
+        if capped:  # no price reaches the target: serve the best model, and find it
+            if cfg.fallback == "mean":  # one model for every request: the best on average
+                n, base = self.cnt, self.mean_p
+            elif cfg.fallback == "level":  # one model for every request, by its blind labels
+                n = self.blind_cnt
+                base = (self.blind_pos + 1.0) / (n + 2.0)
+            else:
+                n, base = self.cnt, p
+            used = np.minimum(1.0, base + cfg.optimism * np.sqrt(base * (1.0 - base) / (n + 1.0)))
         if explore:
             m = min(int(u_choice * self.M), self.M - 1)
         else:
             m = int(np.argmin(costs - self.lam * used))
         self.t = t
+        blind = bool(explore) or (capped and cfg.fallback == "level")
         return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p_exp, shat=used,
-                          q=float(self.lam), v=1.0, shat_served=float(p[m]))
+                          q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind)
 
     def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float:
         """Account step ``step.t``; returns the doubly-robust value it adds to the estimate."""
@@ -326,31 +354,34 @@ class ContextualPolicy:
             s = p if feedback is None else float(feedback)
         self.dr_sum += s
         if feedback is None:
-            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32))
+            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), step.blind)
         else:
-            self._learn(step.model, p, x, float(feedback))
+            self._learn(step.model, p, x, float(feedback), step.blind)
         return s
 
     def late_update(self, t: int, feedback: float) -> None:
         rec = self.pending.pop(int(t), None)
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
-        m, p, x = rec
+        m, p, x, blind = rec
         if self.config.dr:
             phi = (self.n_feedback + 1.0) / (self.t + 1.0)
             self.dr_sum += (float(feedback) - p) / phi
         else:
             self.dr_sum += float(feedback) - p
-        self._learn(m, p, x, float(feedback))
+        self._learn(m, p, x, float(feedback), blind)
 
     def trim_pending(self, keep: int) -> None:
         """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""
         while len(self.pending) > keep:
             self.pending.popitem(last=False)
 
-    def _learn(self, m: int, p: float, x: np.ndarray, y: float) -> None:
+    def _learn(self, m: int, p: float, x: np.ndarray, y: float, blind: bool) -> None:
         cfg = self.config
         self.n_feedback += 1
+        if blind:
+            self.blind_pos[m] += y
+            self.blind_cnt[m] += 1
         self.r2_sum += (y - p) ** 2
         self.r2_n += 1
         self.pos[m] += y
@@ -365,16 +396,16 @@ class ContextualPolicy:
     # -- checkpoints ----------------------------------------------------------------
     _SCALARS = ("n_feedback", "dr_sum", "var_sum", "r2_sum", "r2_n", "version", "next_fit",
                 "ref_n", "lam", "tau", "t")
-    _ARRAYS = ("pos", "cnt", "W", "b", "lab_x", "lab_m", "lab_y", "ref_x", "ref_c")
+    _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "mean_p", "W", "b", "lab_x", "lab_m", "lab_y", "ref_x", "ref_c")
 
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
         meta["fitted"] = self.theta is not None
-        meta["pending"] = [[t, m, repr(p)] for t, (m, p, _) in self.pending.items()]
+        meta["pending"] = [[t, m, repr(p), b] for t, (m, p, _, b) in self.pending.items()]
         arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS}
         if self.theta is not None:
             arrays["contextual.theta"] = np.ascontiguousarray(self.theta)
-        arrays["contextual.pending_x"] = (np.stack([x for (_, _, x) in self.pending.values()])
+        arrays["contextual.pending_x"] = (np.stack([x for (_, _, x, _) in self.pending.values()])
                                           if self.pending else np.zeros((0, self.D), np.float32))
         return meta, arrays
 
@@ -391,4 +422,5 @@ class ContextualPolicy:
             setattr(self, k, a)
         self.theta = np.array(arrays["contextual.theta"]) if meta.get("fitted") else None
         px = np.array(arrays["contextual.pending_x"], np.float32)
-        self.pending = OrderedDict((int(t), (int(m), float(p), px[i])) for i, (t, m, p) in enumerate(meta["pending"]))
+        self.pending = OrderedDict((int(t), (int(m), float(p), px[i], bool(b)))
+                                   for i, (t, m, p, b) in enumerate(meta["pending"]))

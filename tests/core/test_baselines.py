@@ -192,8 +192,8 @@ def test_carrot_extremes_of_mu(split):
     kappa = hist.data.costs.mean(axis=0).max()
     est = B.KNNEstimator(hist.embeddings, {"s": hist.data.solved, "c": hist.data.costs / kappa}, k)
     pred = est.predict(semb[order])
-    r0 = B.carrot(stream, semb, ALPHA, 42, RATE, history=hist, mu=0.0, k=k)
-    r1 = B.carrot(stream, semb, ALPHA, 42, RATE, history=hist, mu=1.0, k=k)
+    r0 = B.carrot(stream, semb, ALPHA, 42, RATE, history=hist, mu=0.0, k=k, budget="full")
+    r1 = B.carrot(stream, semb, ALPHA, 42, RATE, history=hist, mu=1.0, k=k, budget="full")
     # mu = 0: the highest predicted quality (ties: the cheaper model, i.e. the first)
     np.testing.assert_array_equal(r0.model, np.argmax(pred["s"], axis=1))
     assert np.all(pred["s"][np.arange(len(order)), r0.model] == pred["s"].max(axis=1))
@@ -215,7 +215,7 @@ def test_carrot_tunes_mu_towards_alpha(split, results):
     assert len(val) == len(B.TRADEOFF_GRID)
     assert np.abs(val - ALPHA).min() == pytest.approx(abs(val[B.TRADEOFF_GRID.index(r.info["mu"])] - ALPHA))
     assert abs(r.summary.satisfaction - ALPHA) < 0.1
-    h = B.carrot(stream, semb, ALPHA, 42, RATE, history=hist, tuning="holdout")
+    h = B.carrot(stream, semb, ALPHA, 42, RATE, history=hist, tuning="holdout", budget="full")
     assert h.info["n_val"] == round(0.25 * hist.n)
     with pytest.raises(ValueError, match="history"):
         B.carrot(stream, semb, ALPHA, 42, RATE)
@@ -257,7 +257,8 @@ def test_causal_log_cost_and_lambda(split, results):
     C = hist.data.costs
     assert C[:, 0].sum() < r.extra_cost < C[:, -1].sum()
     assert r.extra_cost == pytest.approx(C.mean(axis=1).sum(), rel=0.3)
-    assert 0 < r.info["n_feedback"] < hist.n
+    # matched budget: as many logged labels as an online router expects on the stream
+    assert 0 < r.info["n_feedback"] <= hist.n
     # cost sensitivity: lambda = 1 is cheaper than lambda = 0
     lo = B.causal(stream, semb, ALPHA, 42, RATE, history=hist, lam=0.0)
     hi = B.causal(stream, semb, ALPHA, 42, RATE, history=hist, lam=1.0)
@@ -406,11 +407,12 @@ def test_messplus_delayed_feedback(split):
 
 def test_offline_methods_and_feedback_models(split):
     stream, semb, hist = split
-    iid = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3)
-    neg = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3,
+    iid = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3, budget="full")
+    neg = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3, budget="full",
                    feedback=FeedbackConfig(kind="negative", negative_ratio=1.9))
     assert neg.info["n_feedback"] > iid.info["n_feedback"]  # logged failures are labelled more often
-    late = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3, feedback=FeedbackConfig(kind="delayed"))
+    late = B.causal(stream, semb, ALPHA, 3, RATE, history=hist, lam=0.3, budget="full",
+                    feedback=FeedbackConfig(kind="delayed"))
     np.testing.assert_array_equal(late.model, iid.model)  # offline: the log is complete before training
     c_iid = B.carrot(stream, semb, ALPHA, 3, RATE, history=hist, mu=0.0)
     c_burst = B.carrot(stream, semb, ALPHA, 3, RATE, history=hist, mu=0.0,
@@ -431,3 +433,26 @@ def test_feedback_is_not_a_method_param(split):
         B.random_router(stream, semb, ALPHA, 0, RATE, feedback="bursty")
     with pytest.raises(ValueError, match="on_fraction"):
         B.messplus(stream, semb, ALPHA, 0, 0.5, feedback=FeedbackConfig(kind="bursty", on_fraction=0.25))
+
+
+def test_offline_methods_get_the_online_feedback_budget(split):
+    """CARROT and Causal see as many label events as an online router expects on the
+    stream (rate * stream length), not every model's label on the whole history."""
+    stream, semb, hist = split
+    M = stream.n_models
+    want = int(np.ceil(RATE * stream.n_requests / M))
+    assert want < hist.n  # the budget binds on this split
+    full = B.carrot(stream, semb, ALPHA, 5, RATE, history=hist, mu=0.5, k=5, budget="full")
+    matched = B.carrot(stream, semb, ALPHA, 5, RATE, history=hist, mu=0.5, k=5)
+    # the training cost is every model serving each history request it learns from
+    per_request = hist.data.costs.sum(axis=1)
+    assert full.extra_cost == pytest.approx(per_request.sum())
+    assert matched.info["n_history"] == want and full.info["n_history"] == hist.n
+    assert matched.extra_cost < full.extra_cost
+    assert abs(want * M - RATE * stream.n_requests) <= M
+    c_full = B.causal(stream, semb, ALPHA, 5, RATE, history=hist, lam=0.5, budget="full")
+    c_matched = B.causal(stream, semb, ALPHA, 5, RATE, history=hist, lam=0.5)
+    assert c_matched.info["n_feedback"] > c_full.info["n_feedback"]
+    assert abs(c_matched.info["n_feedback"] - RATE * stream.n_requests) < 4 * np.sqrt(RATE * stream.n_requests)
+    with pytest.raises(ValueError, match="budget"):
+        B.carrot(stream, semb, ALPHA, 5, RATE, history=hist, budget="all")
