@@ -194,9 +194,9 @@ def test_bad_settings_are_refused(kw, match):
 
 def test_contextual_settings_only_with_contextual_mode():
     with pytest.raises(ValueError, match="only to mode='contextual'"):
-        RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(z=2.0))
-    cfg = RouterConfig.from_dict(contextual(0.7, z=2.0).to_dict())
-    assert cfg.contextual.z == 2.0 and cfg.mode == "contextual"
+        RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(z=3.0))
+    cfg = RouterConfig.from_dict(contextual(0.7, z=3.0).to_dict())
+    assert cfg.contextual.z == 3.0 and cfg.mode == "contextual"
 
 
 def test_decide_refuses_bad_costs():
