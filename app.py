@@ -7,12 +7,32 @@ comes from `slarouter_core`.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+import numpy as np
 import streamlit as st
+from PIL import Image
 
 from pages import _shared as sh
-from slarouter_core.live import zoo_table
+from slarouter_core.live import RunSettings, human_cost, settings_to_query, zoo_table
 
-st.set_page_config(page_title="SLARouter", page_icon=":material/alt_route:", layout="wide")
+
+def page_icon() -> Image.Image:
+    """The tab icon, drawn here (a fork of two routes on a blue disc): served by this
+    server, so it works offline (a `:material/...` icon is fetched from a font CDN)."""
+    n = 32
+    y, x = np.mgrid[0:n, 0:n] + 0.5
+    img = np.zeros((n, n, 4), np.uint8)
+    disc = (x - 16) ** 2 + (y - 16) ** 2 <= 15.5 ** 2
+    img[disc] = (31, 111, 235, 255)
+    stem = (abs(x - 16) <= 1.6) & (y >= 17) & (y <= 26)
+    left = (abs((x - 16) + (y - 17)) <= 2.0) & (y >= 8) & (y <= 17)
+    right = (abs((x - 16) - (y - 17)) <= 2.0) & (y >= 8) & (y <= 17)
+    img[disc & (stem | left | right)] = (255, 255, 255, 255)
+    return Image.fromarray(img, "RGBA")
+
+
+st.set_page_config(page_title="SLARouter", page_icon=page_icon(), layout="wide")
 sh.init_session()
 
 pages = [
@@ -21,10 +41,23 @@ pages = [
     st.Page("pages/feedback_by_hand.py", title="Feedback by hand", icon=":material/thumbs_up_down:",
             url_path="feedback"),
     st.Page("pages/experiments_page.py", title="Experiments", icon=":material/science:", url_path="experiments"),
+    st.Page("pages/service_page.py", title="Service", icon=":material/dns:", url_path="service"),
 ]
 page = st.navigation(pages)
 
 sh.current_data()  # validates the session's data (falls back to the demo with a note)
+if st.session_state.get("url_problems"):
+    reset = urlencode(settings_to_query(sh.data_spec(), RunSettings()))
+    with st.container(border=True):
+        st.warning("Some settings in the link could not be used as they are:\n\n"
+                   + "\n".join(f"- {p}" for p in st.session_state.url_problems)
+                   + f"\n\n[Open this page with every setting at its default](./{page.url_path}"
+                   + (f"?{reset}" if reset else "") + ")")
+
+        def dismiss() -> None:
+            st.session_state.url_problems = []
+
+        st.button("Dismiss", key="w_dismiss_url_problems", on_click=dismiss)
 page.run()
 
 # the sidebar is drawn after the page so that it shows the settings the page just set
@@ -33,16 +66,18 @@ spec = sh.data_spec()
 run = sh.run_settings()
 with st.sidebar:
     st.markdown("### Dataset")
-    name = "built-in demo" if spec.source == "demo" else spec.path.split("/")[-1]
+    name = "built-in demo" if spec.source == "demo" else \
+        st.session_state.get("upload_names", {}).get(spec.path, spec.path.split("/")[-1])
     st.markdown(f"**{name}**" + (" · :orange-badge[SYNTHETIC]" if data.synthetic else ""))
     bench = ", ".join(spec.benchmarks) if spec.benchmarks else f"all {len(data.benchmark_names)}"
     st.caption(f"{data.n_requests:,} requests · benchmarks: {bench} · cost: {data.cost_metric} "
                f"({data.cost_unit}) · encoder: {spec.encoder}")
     st.markdown("### Model zoo (cheapest first)")
-    st.dataframe(zoo_table(data), hide_index=True, width="stretch",
-                 column_config={"accuracy": st.column_config.NumberColumn("acc.", format="%.3f"),
-                                f"mean cost ({data.cost_unit})": st.column_config.NumberColumn(
-                                    f"{data.cost_unit}/request", format="%.4g")})
+    zoo = zoo_table(data)
+    cost_col = f"mean cost ({data.cost_unit})"
+    zoo.insert(1, "cost/request", [human_cost(v, data.cost_unit) for v in zoo[cost_col]])
+    st.dataframe(zoo, hide_index=True, width="stretch", column_order=["model", "cost/request", "accuracy"],
+                 column_config={"accuracy": st.column_config.NumberColumn("acc.", format="%.3f")})
     st.markdown("### Settings")
     alpha = run.resolved_alpha(data)
     v_text = f"V = {run.V:g} (fixed)" if run.fixed_v else f"V data-driven (Q_max = {run.q_max:g}, eps = {run.eps:g})"
@@ -51,9 +86,8 @@ with st.sidebar:
         f"{v_text}  \n"
         f"feedback rate = {run.feedback_rate:g} · seed = {run.seed} · {run.per_tick} requests/tick"
         + (f"  \nfeedback model: {run.feedback_model}" if run.feedback_model != "iid" else "")
-        + (f"  \nrouter mode: **{run.mode}**" if run.mode != "paper" else ""))
+        + (f"  \nrouter mode: **{run.mode}**" if run.mode != "paper" else "")
+        + f"  \nLive run routers: {', '.join(run.routers)}")
     st.caption("These settings are in the page URL: copy it to share them.")
-    for problem in st.session_state.get("url_problems", []):
-        st.warning(problem)
 
 sh.sync_url()

@@ -178,9 +178,12 @@ def embeddings(data: RoutingData, spec: DataSpec | None = None) -> np.ndarray | 
     return emb
 
 
-def show_problems(exc: Exception) -> None:
-    """A validation error as plain sentences, one per line."""
-    problems = getattr(exc, "problems", None) or [str(exc)]
+def show_problems(exc: Exception, names: dict[str, str] | None = None) -> None:
+    """A validation error as plain sentences, one per line; ``names`` maps server paths
+    (an upload's stored copy) to the names the user knows (the uploaded file's name)."""
+    problems = [str(p) for p in (getattr(exc, "problems", None) or [str(exc)])]
+    for path, name in (names or {}).items():
+        problems = [p.replace(path, name).replace(Path(path).name, name) for p in problems]
     st.error("The data could not be used:\n\n" + "\n".join(f"- {p}" for p in problems))
 
 

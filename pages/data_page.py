@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import _shared as sh
 from slarouter_core.data import DataValidationError, unit_of
-from slarouter_core.live import ENCODER_CHOICES, DataSpec, benchmark_table
+from slarouter_core.live import ENCODER_CHOICES, DataSpec, benchmark_table, human_cost
 
 st.title("Data")
 spec = sh.data_spec()
@@ -18,10 +18,12 @@ SOURCE_LABELS = {"demo": "Built-in demo (synthetic)", "path": "A path on the ser
                  "upload": "Upload a file"}
 
 
-def try_load(candidate: DataSpec) -> bool:
+def try_load(candidate: DataSpec, shown_name: str | None = None) -> bool:
     """Switch to ``candidate`` if it loads; otherwise explain why and keep the current data.
 
     A new source keeps the chosen cost metric when it has it, else the default metric.
+    ``shown_name``: the name to use for the file in messages (an upload's own name, not
+    the server's copy).
     """
     try:
         sh.load_data(candidate)
@@ -35,7 +37,7 @@ def try_load(candidate: DataSpec) -> bool:
                     return True
                 except (DataValidationError, ValueError, OSError):
                     pass
-        sh.show_problems(exc)
+        sh.show_problems(exc, {candidate.path: shown_name} if shown_name and candidate.path else None)
         st.info("Your current dataset is unchanged.")
         return False
     sh.set_data_spec(candidate)
@@ -66,9 +68,10 @@ else:
     if up is not None:
         payload = up.getvalue()
         target = sh.save_upload(up.name, payload)
+        st.session_state.setdefault("upload_names", {})[str(target)] = up.name  # shown instead of the copy's name
         if spec.source != "upload" or spec.path != str(target):
             cand = DataSpec(source="upload", path=str(target), cost=spec.cost, encoder=spec.encoder)
-            try_load(cand)
+            try_load(cand, shown_name=up.name)
 
 data = sh.current_data()
 spec = sh.data_spec()
@@ -102,11 +105,14 @@ if new_spec != spec and try_load(new_spec):
 
 st.subheader(f"Per benchmark and model ({data.n_requests:,} requests)")
 table = benchmark_table(data)
-st.caption(f"Models in cost order; accuracy is the share of requests the model solved; cost in {data.cost_unit} "
-           "per request.")
+st.caption(f"Models in cost order; accuracy is the share of requests the model solved; mean cost per request "
+           f"(in {data.cost_unit}, shown in human units).")
+for col in table.columns:
+    if "mean cost" in col:
+        table[col] = [human_cost(v, data.cost_unit) for v in table[col]]
 st.dataframe(table, hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.3f" if c.endswith("accuracy") else "%.4g")
-                            for c in table.columns if c not in ("benchmark", "rows")})
+             column_config={c: st.column_config.NumberColumn(format="%.3f")
+                            for c in table.columns if c.endswith("accuracy")})
 
 st.subheader("Text encoder")
 known = list(ENCODER_CHOICES)

@@ -82,7 +82,7 @@ with tab_cmp:
         overview, per_bench = format_overview(agg), format_table(agg)
         report = "## Overview\n\n" + overview + "\n\n## Per benchmark\n\n" + per_bench + "\n"
         st.markdown("#### Overview\n\n" + overview)
-        frame, chart = comparison_chart(agg)
+        frame, chart = comparison_chart(agg, data.models)
         st.vega_lite_chart(frame, chart)
         st.markdown("#### Per benchmark (the paper's Table 2)\n\n" + per_bench)
         d1, d2, d3 = st.columns(3)
@@ -113,7 +113,8 @@ with tab_v:
         agg = aggregate(rows)
         agg["V"] = agg["method"].str.slice(2).astype(float)
         agg["series"] = "SLARouter (fixed V)"
-        for col, (frame, chart) in zip(st.columns(2), sweep_charts(agg, "V", "V (log scale)", log=True)):
+        for col, (frame, chart) in zip(st.columns(2), sweep_charts(agg, "V", "V (log scale)", log=True,
+                                                                   models=data.models)):
             col.vega_lite_chart(frame, chart, width="stretch")
         st.markdown(format_table(agg))
         st.download_button("V sweep runs (CSV)", rows.to_csv(index=False), "slarouter_v_sweep.csv", "text/csv",
@@ -138,7 +139,8 @@ with tab_rate:
     rows = ss.get("rs_rows")
     if rows is not None:
         agg = aggregate(rows)
-        for col, (frame, chart) in zip(st.columns(2), sweep_charts(agg, "feedback_rate", "feedback rate")):
+        for col, (frame, chart) in zip(st.columns(2), sweep_charts(agg, "feedback_rate", "feedback rate",
+                                                                   models=data.models)):
             col.vega_lite_chart(frame, chart, width="stretch")
         st.markdown(format_table(agg))
         st.download_button("Feedback-rate sweep runs (CSV)", rows.to_csv(index=False), "slarouter_rate_sweep.csv",

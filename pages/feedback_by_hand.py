@@ -121,3 +121,29 @@ if emb is not None:
     st.dataframe(hist, hide_index=True, width="stretch")
     st.download_button("History (CSV)", data=hand.history_csv(), file_name="slarouter_hand_feedback.csv",
                        mime="text/csv", on_click="ignore", key="w_dl_hist", disabled=hist.empty)
+
+# -- the real zoo: a running `slarouter serve` answers, your thumbs go to its router ----------
+with st.expander("Ask a running service (real zoo)"):
+    from slarouter_core.service.monitor import ServiceUnreachable, ask, send_feedback
+
+    svc_url = st.text_input("Service URL", value=ss.get("service_url", "http://127.0.0.1:8000"), key="w_hand_svc")
+    st.text_area("Your request", key="w_svc_typed", placeholder="e.g. Why is the sky blue?")
+    if st.button("Ask the service", key="w_svc_ask"):
+        try:
+            ss.svc_answer = ask(svc_url, ss.get("w_svc_typed", ""))
+        except (ValueError, ServiceUnreachable) as exc:
+            st.error(str(exc))
+    ans = ss.get("svc_answer")
+    if ans is not None:
+        st.markdown(f"**Answered by {ans.model}**" + (f" (the router chose {ans.chosen}, which failed)"
+                                                      if ans.chosen != ans.model else "")
+                    + (" · explored" if ans.explored else "") + f" · request `{ans.request_id}`")
+        st.markdown(ans.text)
+        verdict = st.feedback("thumbs", key=f"svc_fb_{ans.request_id}")
+        if verdict is not None and ss.get("svc_sent") != ans.request_id:
+            try:
+                r = send_feedback(svc_url, ans.request_id, bool(verdict))
+                ss.svc_sent = ans.request_id
+                st.success(f"Sent to the service's router: its queue is now {r['q']:.4g}.")
+            except (ValueError, ServiceUnreachable) as exc:
+                st.error(str(exc))

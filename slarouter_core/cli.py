@@ -1,4 +1,4 @@
-"""The ``slarouter`` command line: import, demo-data, embed, simulate, compare."""
+"""The ``slarouter`` command line: import, demo-data, embed, simulate, compare, serve."""
 
 from __future__ import annotations
 
@@ -25,6 +25,58 @@ def _progress(label: str):
     return report
 
 
+def _check_out(path: str | None, what: str, suffixes: tuple[str, ...] | None = None) -> None:
+    """Fail before any slow work when ``path`` cannot be written: a parent that is a file,
+    the path itself a folder, or (``suffixes``) a file type we do not write."""
+    if not path:
+        return
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise ValueError(f"{what} {path}: unknown file type {p.suffix or '(none)'!r}; "
+                         f"use {', '.join(suffixes)}")
+    if p.is_dir():
+        raise ValueError(f"{what} {path} is a folder: give a file name")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{what} {path}: {parent} is a file, so it cannot hold {p.name}")
+            break
+
+
+def _check_cache_dir(cache_dir: str | None) -> None:
+    if cache_dir is None:
+        return
+    p = Path(cache_dir)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"--cache-dir {cache_dir} is a file: give a folder (it is created when missing)")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"--cache-dir {cache_dir}: {parent} is a file, so it cannot hold a folder")
+            break
+
+
+def _load_for_embedding(path: str, cost: str | None):
+    """The dataset for ``embed``: only its texts matter, so without ``--cost`` no cost
+    column is required (a parquet file without any is read with zero costs)."""
+    if cost is not None:
+        return load_any(path, cost=cost)
+    from .data import DEFAULT_COST, available_metrics, discover_models, from_frame, read_parquet_frame
+
+    p = Path(path)
+    if not p.is_file() or p.suffix.lower() in (".csv", ".json", ".jsonl"):
+        return load_any(path)
+    frame, meta = read_parquet_frame(p)
+    models = discover_models(frame.columns)
+    metrics = available_metrics(frame, models)
+    if DEFAULT_COST in metrics or not models:
+        return from_frame(frame, metadata=meta)
+    if metrics:
+        return from_frame(frame, cost=metrics[0], metadata=meta)
+    zero = "__embed_only_cost"
+    return from_frame(frame.assign(**{f"{m}_{zero}": 0.0 for m in models}), cost=zero, metadata=meta)
+
+
 def _embed(data, encoder: str, cache_dir: str | None):
     enc = get_encoder(encoder)
     return EmbeddingCache(cache_dir).embed(data.texts, enc, progress=_progress(f"embedding with {encoder}"))
@@ -34,6 +86,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .importers import import_messplus
     from .data import from_frame
 
+    _check_out(args.output, "-o/--output")
     frame, report = import_messplus(args.path)
     from_frame(frame)  # validate before writing anything
     out = write_parquet(frame, args.output, metadata={"source": str(args.path), "format": "messplus",
@@ -46,14 +99,25 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_demo_data(args: argparse.Namespace) -> int:
     from .synthetic import generate_demo
 
+    _check_out(args.output, "-o/--output")
     out = generate_demo(args.output, n=args.n, seed=args.seed)
     print(f"wrote synthetic demo data to {out}")
     return 0
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
-    data = load_any(args.data).select(args.benchmark)
+    _check_cache_dir(args.cache_dir)
+    data = _load_for_embedding(args.data, args.cost).select(args.benchmark)
     start = time.time()
+    if args.backend == "ray" or args.jobs > 1:
+        from .encoders import embed_parallel
+
+        n = embed_parallel(data.texts, args.encoder, args.cache_dir, backend=args.backend, n_jobs=args.jobs,
+                           chunk=args.chunk, ray_address=args.ray_address,
+                           progress=_progress(f"embedding with {args.encoder} ({args.backend}, {args.jobs} jobs)"))
+        print(f"{n} new embeddings of {data.n_requests} texts with {args.encoder} in {time.time() - start:.1f} s "
+              f"(cache {EmbeddingCache(args.cache_dir).root})")
+        return 0
     emb = _embed(data, args.encoder, args.cache_dir)
     print(f"{emb.shape[0]} embeddings of width {emb.shape[1]} with {args.encoder} in {time.time() - start:.1f} s")
     return 0
@@ -103,6 +167,8 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .router import RouterConfig
 
+    _check_out(args.out, "--out", (".csv", ".json", ".parquet"))
+    _check_cache_dir(args.cache_dir)
     data = load_any(args.data, cost=args.cost).select(args.benchmark)
     for w in data.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -122,12 +188,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     table = format_table(aggregate(results))
     print(table)
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix.lower() == ".json":
-            out.write_text(results.to_json(orient="records", indent=2))
-        else:
-            results.to_csv(out, index=False)
+        from .experiments import write_results
+
+        out = write_results(results, args.out)
         print(f"wrote {out}")
     return 0
 
@@ -139,6 +202,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     methods = expand_presets(args.methods)  # validates before the slow part
+    _check_out(args.out, "--out", (".csv", ".json", ".parquet"))
+    _check_out(args.markdown, "--markdown")
+    _check_out(args.table_csv, "--table-csv")
+    _check_cache_dir(args.cache_dir)
     exclude = tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
     alphas = args.alpha if isinstance(args.alpha, list) else [args.alpha]
     configs = [GridConfig(methods=methods, seeds=tuple(args.seeds),
@@ -153,20 +220,76 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for w in ds.data.warnings:
             print(f"warning: {w}", file=sys.stderr)
         datasets.append(ds)
+    if args.exclude:
+        known = {b for ds in datasets for b in ds.data.benchmark_names}
+        unknown = [b for b in dict.fromkeys(args.exclude) if b not in known]
+        if unknown:
+            raise ValueError(f"--exclude: unknown benchmark {', '.join(map(repr, unknown))}: the data has "
+                             f"{', '.join(sorted(known))}")
     start = time.time()
     parts = []
     for config in configs:  # one grid per alpha setting (an alpha sweep when several)
         part = run_grid(datasets, config, backend=args.backend, n_jobs=args.jobs, progress=_progress("runs"),
-                        ray_address=args.ray_address)
+                        ray_address=args.ray_address, on_error="record")
         parts.append(part.assign(alpha_setting=str(config.alpha)) if len(configs) > 1 else part)
     results = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     print(f"{len(results)} runs in {time.time() - start:.1f} s ({args.backend}, {args.jobs} jobs)", file=sys.stderr)
+    failed = results["error"].notna() if "error" in results.columns else pd.Series(False, index=results.index)
+    if failed.any():  # one method that cannot run in a setting does not abort the grid
+        msgs = results.loc[failed, "error"].astype(str)
+        print(f"warning: {int(failed.sum())} of {len(results)} runs failed ({', '.join(dict.fromkeys(results.loc[failed, 'method'].astype(str)))}); "
+              "their rows carry the error:", file=sys.stderr)
+        for msg in list(dict.fromkeys(msgs))[:10]:
+            print(f"  {msg}", file=sys.stderr)
+        if failed.all():
+            raise ValueError("every run failed: nothing to report")
     if args.out:
         write_results(results, args.out)
     print(write_report(results, markdown=args.markdown, table_csv=args.table_csv))
     for out in (args.out, args.markdown, args.table_csv):
         if out:
             print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .service.core import RoutingService, ServiceConfig
+    from .service.server import serve
+    from .service.zoo import load_zoo
+
+    zoo = load_zoo(args.zoo)
+    zoo.check_environment()
+    config = ServiceConfig(alpha=args.alpha, mode=args.mode, encoder=args.encoder, state_dir=args.state_dir,
+                           checkpoint_every_s=args.checkpoint_every, seed=args.seed, instance=args.instance)
+    service = RoutingService(zoo, config)
+    print(f"routing over {', '.join(zoo.names)} (cheapest first) at alpha {config.alpha}, mode {config.mode}; "
+          f"state in {config.state_dir}" + (" (restored)" if service.restored else ""), file=sys.stderr)
+    serve(service, host=args.host, port=args.port, torch_threads=args.threads)
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    _check_cache_dir(args.cache_dir)
+    cache = EmbeddingCache(args.cache_dir)
+    if args.action == "info":
+        rows = cache.info()
+        if not rows:
+            print(f"embedding cache {cache.root}: empty")
+        for r in rows:
+            legacy = f", {r['legacy_shards']} old-format shard(s) (converted on next use)" if r["legacy_shards"] else ""
+            hint = "; run 'slarouter cache compact'" if r["parts"] > 16 else ""
+            print(f"{r['encoder']} (width {r['dim']}): {r['vectors']:,} vectors in {r['parts']} part(s), "
+                  f"{r['bytes'] / 1e6:,.1f} MB{legacy}{hint}  [{cache.root / r['cache_id']}]")
+    elif args.action == "compact":
+        try:
+            done = cache.compact(args.encoder)
+        except RuntimeError as exc:  # another process is compacting
+            raise ValueError(str(exc)) from None
+        for r in done:
+            print(f"{r['encoder']}: {r['parts_before']} -> {r['parts_after']} part(s)")
+    else:
+        freed = cache.clear(args.encoder)
+        print(f"removed {freed / 1e6:,.1f} MB of cached embeddings from {cache.root}")
     return 0
 
 
@@ -195,7 +318,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     emb = sub.add_parser("embed", help="compute and cache embeddings")
     data_args(emb)
+    emb.add_argument("--cost", default=None,
+                     help="per-model cost metric to validate (default: none needed, only the texts are read)")
+    emb.add_argument("--backend", choices=["local", "ray"], default="local",
+                     help="ray: encode on Ray workers into the (shared) cache folder")
+    emb.add_argument("--jobs", type=int, default=1, help="parallel workers / Ray CPUs (default 1)")
+    emb.add_argument("--chunk", type=int, default=100_000, help="texts per worker task (default 100000)")
+    emb.add_argument("--ray-address", default=None, help="join this Ray cluster (default: a local runtime)")
     emb.set_defaults(func=cmd_embed)
+
+    cch = sub.add_parser("cache", help="the embedding cache: info, compact (merge parts), clear")
+    cch.add_argument("action", choices=["info", "compact", "clear"])
+    cch.add_argument("--cache-dir", default=None, help="embedding cache (default ~/.cache/slarouter/embeddings)")
+    cch.add_argument("--encoder", default=None, help="only this encoder (its spec, e.g. minilm, or cache id)")
+    cch.set_defaults(func=cmd_cache)
 
     sim = sub.add_parser("simulate", help="simulate SLARouter on logged data")
     data_args(sim)
@@ -210,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
     sim.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
     sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
-    sim.add_argument("--out", default=None, help="results file (.csv or .json)")
+    sim.add_argument("--out", default=None, help="results file (.csv, .json or .parquet)")
     sim.add_argument("--mode", default="paper", choices=list(ROUTER_MODES),
                      help="paper: Algorithm 1 as published; guarded: text-blind, holds the SLA by escalating; "
                           "contextual: learns from the request text and certifies the SLA (docs/IMPROVED.md)")
@@ -246,6 +382,21 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--markdown", default=None, help="write the Table-2 report here (.md)")
     cmp_.add_argument("--table-csv", default=None, help="write the aggregated table here (.csv)")
     cmp_.set_defaults(func=cmd_compare)
+
+    srv = sub.add_parser("serve", help="OpenAI-compatible routing service in front of a model zoo (TOML)")
+    srv.add_argument("--zoo", required=True, help="zoo file (TOML; see slarouter_core/service/zoo.py)")
+    srv.add_argument("--alpha", type=float, required=True, help="SLA level in (0,1)")
+    srv.add_argument("--mode", default="paper", choices=list(ROUTER_MODES), help="router mode (default paper)")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    srv.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")
+    srv.add_argument("--state-dir", default="slarouter-state",
+                     help="checkpoint folder, restored on start (default ./slarouter-state)")
+    srv.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints (default 30)")
+    srv.add_argument("--seed", type=int, default=0)
+    srv.add_argument("--instance", default="slr", help="request-id prefix of this replica (default slr)")
+    srv.add_argument("--threads", type=int, default=1, help="torch threads for the encoder (default 1)")
+    srv.set_defaults(func=cmd_serve)
     return p
 
 
@@ -257,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
         problems = getattr(exc, "problems", None) or [str(exc)]
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file system refusal is the user's to fix, not a traceback
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"error: {exc.strerror or type(exc).__name__}{where}", file=sys.stderr)
         return 2
 
 

@@ -280,6 +280,13 @@ def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
                 problems.append(f"Column {c} has {int(neg.sum())} negative cost(s) (first at row {i}: "
                                 f"{arr[i]:g}): costs must be >= 0.")
                 continue
+            with np.errstate(over="ignore"):
+                total = float(np.sum(arr))
+            if not math.isfinite(total):
+                i = int(np.argmax(arr))
+                problems.append(f"Column {c} sums past the largest float (its largest cost is {arr[i]:g}, at "
+                                f"row {i}): totals would be infinite; use a larger unit or fix the value.")
+                continue
             if np.all(arr == 0):
                 warnings.append(f"Model {models[j]} costs 0 on every row in {c}: "
                                 "check that its price was not left out.")
@@ -305,6 +312,12 @@ def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
             problems.append(f"{int(dups.sum())} duplicate (benchmark, doc_id) pair(s), first at row {i} "
                             f"({_plain(frame['benchmark'].iloc[i])!r}, {_plain(frame['doc_id'].iloc[i])!r}): "
                             "each request must appear once.")
+    if not problems:
+        with np.errstate(over="ignore"):
+            grand = float(costs.max(axis=1).sum())
+        if not math.isfinite(grand):
+            problems.append(f"The costs in {', '.join(cost_cols)} sum past the largest float when added up "
+                            "over requests: totals would be infinite; use a larger unit or fix the values.")
     if problems:
         raise DataValidationError(problems)
 

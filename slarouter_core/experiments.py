@@ -418,7 +418,7 @@ def plan_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig
             b = "+".join(cell)
             sub = ds.data.select(cell)
             alpha = resolve_alpha(config.alpha, sub)
-            payloads[(ds.name, b)] = (_slim(sub), np.ascontiguousarray(emb[np.isin(bench_of, cell)]))
+            payloads[(ds.name, b)] = (_slim(sub), _rows_of(emb, np.isin(bench_of, cell)))
             for rate in config.feedback_rates:
                 for fcfg in config.feedback:
                     for seed in config.seeds:
@@ -426,6 +426,12 @@ def plan_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig
                             tasks.append(Task(len(tasks), ds.name, b, alpha, int(seed), float(rate),
                                               float(config.history_fraction), spec, fcfg))
     return tasks, payloads
+
+
+def _rows_of(emb: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The masked rows, without a copy when every row is selected (a one-benchmark or
+    mixed grid over 10M requests must not hold the embedding matrix twice)."""
+    return np.ascontiguousarray(emb) if mask.all() else np.ascontiguousarray(emb[mask])
 
 
 def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
@@ -587,7 +593,7 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
     bench = data.benchmarks
     for group in groups:
         sub = data.select(group)
-        emb = embeddings[np.isin(bench, group)]
+        emb = _rows_of(embeddings, np.isin(bench, group))
         a = resolve_alpha(alpha, sub)
         base = router if router is not None else RouterConfig(alpha=a)
         cfg = replace(base, alpha=a)
@@ -604,6 +610,7 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
             for m, r in zip(s.models, s.call_ratio):
                 row[f"calls_{m}"] = r
             rows.append(row)
+            del sim  # the next seed's stream copy must not coexist with this one
             done += 1
             if progress:
                 progress(done, total)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -50,7 +51,9 @@ def find_messplus_files(path: str | Path) -> list[Path]:
         if p.suffix.lower() not in MESSPLUS_SUFFIXES:
             raise DataValidationError([f"{p.name}: MESS+ files are .csv, .json or .jsonl."])
         return [p]
-    files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in MESSPLUS_SUFFIXES)
+    # hidden files and folders (".name", e.g. editor or tool state) are never data
+    files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in MESSPLUS_SUFFIXES
+                   and not any(part.startswith(".") for part in f.relative_to(p).parts))
     if not files:
         raise DataValidationError([f"No .csv/.json/.jsonl files under {p}."])
     return files
@@ -71,6 +74,16 @@ def messplus_to_frame(raw: pd.DataFrame, source: str = "input") -> tuple[pd.Data
                 problems.append(f"{source}: model {lab!r} has label_{lab} but no {prefix}{lab}.")
     if problems:
         raise DataValidationError(problems)
+    bench = raw["benchmark_name"]
+    blank = bench.isna().to_numpy() | np.array([isinstance(v, str) and not v.strip() for v in bench], bool)
+    if blank.any():
+        problems.append(f"{source}: column benchmark_name has {int(blank.sum())} empty or null value(s) "
+                        f"(first at row {int(np.flatnonzero(blank)[0])}): every request needs its benchmark.")
+    for col in [f"label_{lab}" for lab in labels] + [f"{p}{lab}" for lab in labels
+                                                      for p in ("energy_consumption_", "inference_time_")]:
+        problems.extend(_non_numeric(raw[col], col, source))
+    if problems:
+        raise DataValidationError(problems)
     out = pd.DataFrame({
         "doc_id": raw["doc_id"],
         "benchmark": raw["benchmark_name"].astype(str),
@@ -83,6 +96,20 @@ def messplus_to_frame(raw: pd.DataFrame, source: str = "input") -> tuple[pd.Data
         out[f"{lab}_energy_joules"] = pd.to_numeric(raw[f"energy_consumption_{lab}"], errors="coerce")
         out[f"{lab}_latency_ms"] = pd.to_numeric(raw[f"inference_time_{lab}"], errors="coerce") * 1000.0
     return out, {"labels": labels}
+
+
+def _non_numeric(col: pd.Series, name: str, source: str) -> list[str]:
+    """A problem when a column holds values that are present but not numbers (e.g. "yes")."""
+    if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+        return []
+    num = pd.to_numeric(col, errors="coerce")
+    bad = (num.isna() & col.notna()).to_numpy()
+    if not bad.any():
+        return []
+    i = int(np.flatnonzero(bad)[0])
+    what = "0 or 1" if name.startswith("label_") else "a number"
+    return [f"{source}: column {name} has {int(bad.sum())} non-numeric value(s) (first at row {i}: "
+            f"{col.iloc[i]!r}): use {what}."]
 
 
 def import_messplus(path: str | Path) -> tuple[pd.DataFrame, dict]:
@@ -110,12 +137,15 @@ def import_messplus(path: str | Path) -> tuple[pd.DataFrame, dict]:
     value_cols = [c for c in combined.columns if c not in key]
     conflicting = int(combined.duplicated(subset=key, keep=False).sum()
                       - combined.duplicated(subset=key + value_cols, keep=False).sum()) if dup_mask.any() else 0
+    # dropped rows that differ from the kept row of their (benchmark, doc_id)
+    conflicting_dropped = int((dup_mask & ~combined.duplicated(subset=key + value_cols, keep="first")).sum())
     deduped = combined.loc[~dup_mask].sort_values(key, kind="stable").reset_index(drop=True)
     report = {
         "files": len(files),
         "rows_read": n_raw,
         "duplicates_dropped": int(dup_mask.sum()),
         "conflicting_duplicate_rows": conflicting,
+        "conflicting_duplicates_dropped": conflicting_dropped,
         "rows": len(deduped),
         "models": list(distinct[0]) if distinct else [],
         "benchmarks": sorted(deduped["benchmark"].unique().tolist()),
@@ -134,5 +164,18 @@ def _normalise_ids(ids: pd.Series) -> pd.Series:
 def load_messplus(path: str | Path, cost: str = "energy_joules") -> RoutingData:
     """Import MESS+ logs straight into validated :class:`RoutingData`."""
     frame, report = import_messplus(path)
-    return from_frame(frame, cost=cost, metadata={"source": str(path), "format": "messplus",
+    data = from_frame(frame, cost=cost, metadata={"source": str(path), "format": "messplus",
                                                   "import_report": report})
+    return dataclasses.replace(data, warnings=data.warnings + tuple(import_warnings(report)))
+
+
+def import_warnings(report: dict) -> list[str]:
+    """Plain sentences on what the import dropped (duplicates, conflicting ones apart)."""
+    out = []
+    if report.get("duplicates_dropped"):
+        conflicting = report.get("conflicting_duplicates_dropped", 0)
+        out.append(f"dropped {report['duplicates_dropped']} duplicate (benchmark, doc_id) row(s), keeping the "
+                   f"first of each; {conflicting} of them conflicted with the row kept (different outcomes, "
+                   "costs or text)" if conflicting else
+                   f"dropped {report['duplicates_dropped']} exact duplicate (benchmark, doc_id) row(s)")
+    return out

@@ -14,13 +14,17 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import http.client
 import json
 import math
 import os
 import re
+import socket
+import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -144,8 +148,14 @@ class JudgeClient:
 
     ``base_url`` like ``https://api.example.com/v1`` (``/chat/completions`` is appended).
     ``api_key_env`` names the environment variable holding the key (read on each call,
-    never stored). ``timeout`` seconds per attempt; ``retries`` extra attempts on network
-    errors, timeouts, 429 and 5xx, with exponential ``backoff``.
+    never stored). ``timeout`` seconds for each whole attempt (connect, send, headers and
+    body together: a server trickling its answer cannot stretch it); ``deadline`` optional
+    seconds for the whole call, retries and waits included. ``retries`` extra attempts on
+    network errors, timeouts, broken replies, 429 and 5xx, with exponential ``backoff``;
+    a 429's ``Retry-After`` is honoured up to ``max_retry_after`` seconds (a longer one
+    fails at once). Redirects are not followed, except a 307/308 (which keeps the method)
+    to the same scheme, host and port: the key never goes to another origin. Credentials
+    written into ``base_url`` are redacted from ``repr`` and error messages.
     """
 
     base_url: str
@@ -157,10 +167,14 @@ class JudgeClient:
     temperature: float | None = None
     reasoning: bool = True
     extra_headers: dict = field(default_factory=dict, repr=False)
+    max_retry_after: float = 60.0
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not re.match(r"^https?://", self.base_url):
             raise ValueError("base_url must start with http:// or https://")
+        if not urllib.parse.urlsplit(self.base_url).hostname:
+            raise ValueError(f"base_url has no host: {_redact(self.base_url)!r}")
         if not self.model:
             raise ValueError("model must be a non-empty string")
         if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
@@ -169,6 +183,16 @@ class JudgeClient:
             raise ValueError(f"retries must be an integer >= 0, got {self.retries!r}")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", self.api_key_env or ""):
             raise ValueError("api_key_env must be an environment variable name")
+        for k in ("max_retry_after", "deadline"):
+            v = getattr(self, k)
+            if v is None and k == "deadline":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{k} must be a number of seconds >= 0, got {v!r}")
+
+    def __repr__(self) -> str:
+        return (f"JudgeClient(base_url={_redact(self.base_url)!r}, model={self.model!r}, "
+                f"api_key_env={self.api_key_env!r}, timeout={self.timeout!r}, retries={self.retries!r})")
 
     @property
     def url(self) -> str:
@@ -184,32 +208,182 @@ class JudgeClient:
         if self.temperature is not None:
             body["temperature"] = self.temperature
         data = json.dumps(body).encode()
+        shown = _redact(self.url)
+        call_end = None if self.deadline is None else time.monotonic() + self.deadline
         last = "no attempt made"
+        wait = 0.0
+        tried = 0
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                if call_end is not None and time.monotonic() + wait >= call_end:
+                    last += f"; the call's {self.deadline:g} s deadline left no time to retry"
+                    break
+                time.sleep(wait)
+            wait = self.backoff * 2 ** attempt
+            tried += 1
             headers = {"Content-Type": "application/json", **self.extra_headers}
             key = self._key()
             if key:
                 headers["Authorization"] = "Bearer " + key
-            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            end = time.monotonic() + self.timeout
+            if call_end is not None:
+                end = min(end, call_end)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} from {self.url}"
-                if exc.code == 429 or exc.code >= 500:
-                    continue
-                raise JudgeError(last + (" (check the API key)" if exc.code in (401, 403) else "")) from None
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-                    last = f"{self.url} did not answer within {self.timeout:g} s"
-                else:
-                    last = f"cannot reach {self.url}: {type(reason).__name__}"
+                status, resp_headers, raw = _post(self.url, data, headers, end)
+            except _Timeout:
+                last = f"{shown} did not answer within {self.timeout:g} s"
                 continue
+            except http.client.HTTPException as exc:  # IncompleteRead, BadStatusLine, ...
+                last = f"broken reply from {shown}: {type(exc).__name__}"
+                continue
+            except (TimeoutError, OSError) as exc:
+                if isinstance(exc, TimeoutError) or "timed out" in str(exc):
+                    last = f"{shown} did not answer within {self.timeout:g} s"
+                else:
+                    last = f"cannot reach {shown}: {type(exc).__name__}"
+                continue
+            if 300 <= status < 400:
+                where = resp_headers.get("Location")
+                raise JudgeError(f"HTTP {status} from {shown} redirects to "
+                                 f"{_redact(urllib.parse.urljoin(self.url, where)) if where else 'nowhere'}: "
+                                 "not followed (a redirect must stay on the same scheme, host and port and "
+                                 "keep the method: 307 or 308); set base_url to the final address")
+            if status == 429 or status >= 500:
+                last = f"HTTP {status} from {shown}"
+                if status == 429:
+                    after = _retry_after(resp_headers.get("Retry-After"))
+                    if after is not None:
+                        if after > self.max_retry_after:
+                            raise JudgeError(f"{last}: Retry-After asks to wait {after:g} s, more than "
+                                             f"max_retry_after ({self.max_retry_after:g} s)")
+                        wait = max(wait, after)
+                continue
+            if status >= 400:
+                raise JudgeError(f"HTTP {status} from {shown}" + (" (check the API key)" if status in (401, 403) else ""))
+            if status != 200:
+                raise JudgeError(f"HTTP {status} from {shown}: expected 200 with a chat completion")
             return parse_label(_content(raw))
-        raise JudgeError(f"judge failed after {self.retries + 1} attempt(s): {last}")
+        raise JudgeError(f"judge failed after {tried} attempt(s): {last}")
+
+
+class _Timeout(Exception):
+    """One attempt ran past its deadline."""
+
+
+_MAX_REDIRECTS = 5
+_MAX_BODY = 16 << 20
+
+
+def _origin(parts: urllib.parse.SplitResult) -> tuple:
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
+
+
+def _post(url: str, data: bytes, headers: dict, end: float) -> tuple[int, http.client.HTTPMessage, bytes]:
+    """POST ``data``; (status, headers, body). Follows only 307/308 redirects to the same
+    origin (same method, same body). Everything, body included, must be done by the
+    monotonic time ``end``: a watchdog closes the socket at that moment, so neither a
+    silent nor a trickling server can hold the call longer."""
+    for _ in range(_MAX_REDIRECTS + 1):
+        parts = urllib.parse.urlsplit(url)
+        status, resp_headers, raw = _post_once(parts, data, headers, end)
+        where = resp_headers.get("Location")
+        if status in (307, 308) and where:
+            target = urllib.parse.urlsplit(urllib.parse.urljoin(url, where))
+            if _origin(target) == _origin(parts):
+                url = target.geturl()
+                continue
+        return status, resp_headers, raw
+    raise http.client.HTTPException("too many redirects")
+
+
+def _post_once(parts: urllib.parse.SplitResult, data: bytes, headers: dict,
+               end: float) -> tuple[int, http.client.HTTPMessage, bytes]:
+    remaining = end - time.monotonic()
+    if remaining <= 0:
+        raise _Timeout()
+    cls = http.client.HTTPSConnection if parts.scheme.lower() == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname, parts.port, timeout=remaining)
+    expired = threading.Event()
+
+    def kill() -> None:
+        expired.set()
+        sock = conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(remaining, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        conn.request("POST", path, body=data, headers=headers)
+        resp = conn.getresponse()
+        chunks, size = [], 0
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise _Timeout()
+            if conn.sock is not None:
+                conn.sock.settimeout(left)
+            b = resp.read1(65536)
+            if not b:
+                break
+            chunks.append(b)
+            size += len(b)
+            if size > _MAX_BODY:
+                raise http.client.HTTPException("reply larger than 16 MiB")
+        raw = b"".join(chunks)
+        if resp.length:  # the server promised more bytes than it sent
+            raise http.client.IncompleteRead(raw, resp.length)
+        return resp.status, resp.headers, raw
+    except (OSError, http.client.HTTPException, ValueError):
+        if expired.is_set():
+            raise _Timeout() from None
+        raise
+    finally:
+        timer.cancel()
+        conn.close()
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        secs = float(int(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        secs = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    return max(0.0, secs)
+
+
+def _redact(url: str) -> str:
+    """``url`` without credentials: user:password and query values are replaced by ***."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        query = parts.query
+        if query:
+            query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else "***" for q in query.split("&"))
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "<unparseable url>"
 
 
 def _content(raw: bytes) -> str:

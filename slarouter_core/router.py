@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -292,7 +293,8 @@ class SLARouter:
         self._pred_cache: tuple[int, int, np.ndarray] | None = None
         self.g = GuardedState.empty(self.n_models) if config.mode == "guarded" else None
         # contextual mode: a policy plug-in (slarouter_core/policies) owns the rule and state
-        self.policy = (ContextualPolicy(config.contextual, config.alpha, self.n_models, self.dim)
+        self.policy = (ContextualPolicy(config.contextual, config.alpha, self.n_models, self.dim,
+                                        seed=int(np.random.SeedSequence(self.seed, spawn_key=(4,)).generate_state(1)[0]))
                        if config.mode == "contextual" else None)
         self._policy_step = None
         # Thompson policy: a dedicated stream (the 4th child of the seed; the other three
@@ -301,7 +303,8 @@ class SLARouter:
         self._ts_start = 0
         self._ts = np.zeros((0, 2 * self.n_models, 2 * TS_TRIES + 1))
         # guarded mode: steps served without feedback, for feedback that arrives late
-        self._late: dict[int, tuple] = {}
+        # (an OrderedDict: dropping the oldest entry is O(1); a dict rescans deleted slots)
+        self._late: OrderedDict[int, tuple] = OrderedDict()
 
     # -- helpers ----------------------------------------------------------------------
     def current_v(self) -> float:
@@ -385,6 +388,9 @@ class SLARouter:
         x = np.asarray(embedding, dtype=np.float32)
         if x.shape != (self.dim,):
             raise ValueError(f"embedding must have shape ({self.dim},), got {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"embedding has {int(np.sum(~np.isfinite(x)))} NaN or infinite value(s): "
+                             "refusing it (one would poison the satisfaction predictor)")
         c = self._check_costs(costs)
         t = self.t + 1
         u_explore, u_choice = self._policy_draws(t - 1, t)[0]
@@ -663,7 +669,7 @@ class SLARouter:
         if f is None:
             self._late[t] = (m, shat_m, dev_m, bool(explored), x)
             if len(self._late) > LATE_WINDOW:
-                self._late.pop(next(iter(self._late)))
+                self._late.popitem(last=False)
         else:
             self._g_absorb(m, shat_m, dev_m, bool(explored), x, f_raw)
         return s
@@ -727,7 +733,7 @@ class SLARouter:
         self._late[decision.t] = (decision.model, float(decision.shat[decision.model]), 0.0,
                                   decision.explored, np.asarray(x, np.float32))
         if len(self._late) > LATE_WINDOW:
-            self._late.pop(next(iter(self._late)))
+            self._late.popitem(last=False)
 
     def _g_run_block(self, X, costs, feedback, n) -> BlockTrace:
         """Guarded mode's batched path: a compiled kernel runs the per-request rule over
@@ -778,7 +784,7 @@ class SLARouter:
                               zip(out_m[none].tolist(), out_f[none, 1].tolist(), out_dev[none].tolist(),
                                   out_f[none, 0].astype(bool).tolist(), (X[k] for k in none))))
         while len(self._late) > LATE_WINDOW:
-            self._late.pop(next(iter(self._late)))
+            self._late.popitem(last=False)
         return BlockTrace(model=out_m, explored=out_f[:, 0].astype(bool), feedback=fb_served.astype(np.int8),
                           shat_served=out_f[:, 1].copy(), s_used=out_f[:, 2].copy(), q=out_f[:, 3].copy(),
                           v=out_f[:, 4].copy(), trained=trained)
@@ -829,6 +835,7 @@ class SLARouter:
         arrays.update(policy_arrays)
         if self.config.policy == "thompson":
             arrays["router.ts_draws"] = np.ascontiguousarray(self._ts)
+        arrays.update(_late_arrays(self._late, self.dim))
         save_file(arrays, str(p),
                   metadata={"slarouter": json.dumps(meta, default=_json_default)})
         return p
@@ -868,9 +875,49 @@ class SLARouter:
                 router._ts_start = int(meta["ts_start"])
                 router._ts = np.array(tensors["router.ts_draws"], np.float64).reshape(
                     -1, 2 * router.n_models, 2 * TS_TRIES + 1)
+            if "router.late_t" in tensors:
+                router._late = _late_from_arrays(tensors, router.dim)
+            _check_finite_state(router, tensors)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{p.name}: corrupt SLARouter checkpoint ({exc})") from None
         return router
+
+
+def _late_arrays(late: "OrderedDict[int, tuple]", dim: int) -> dict[str, np.ndarray]:
+    """Steps still open for late feedback, as arrays in their order (oldest first)."""
+    recs = list(late.items())
+    return {"router.late_t": np.array([t for t, _ in recs], np.int64),
+            "router.late_m": np.array([r[0] for _, r in recs], np.int64),
+            "router.late_shat_dev": np.array([(r[1], r[2]) for _, r in recs], np.float64).reshape(-1, 2),
+            "router.late_explored": np.array([r[3] for _, r in recs], np.uint8),
+            "router.late_x": (np.stack([np.asarray(r[4], np.float32) for _, r in recs]) if recs
+                              else np.zeros((0, dim), np.float32))}
+
+
+def _late_from_arrays(tensors: dict, dim: int) -> "OrderedDict[int, tuple]":
+    t = np.asarray(tensors["router.late_t"], np.int64)
+    m = np.asarray(tensors["router.late_m"], np.int64)
+    sd = np.asarray(tensors["router.late_shat_dev"], np.float64).reshape(-1, 2)
+    ex = np.asarray(tensors["router.late_explored"]).astype(bool)
+    x = np.asarray(tensors["router.late_x"], np.float32).reshape(-1, dim)
+    if not (len(t) == len(m) == len(sd) == len(ex) == len(x)):
+        raise ValueError("pending late-feedback arrays disagree in length")
+    return OrderedDict((int(t[i]), (int(m[i]), float(sd[i, 0]), float(sd[i, 1]), bool(ex[i]), x[i]))
+                       for i in range(len(t)))
+
+
+def _check_finite_state(router: "SLARouter", tensors: dict) -> None:
+    """A checkpoint whose numbers are NaN or infinite would route nonsense: refuse it."""
+    bad = [k for k in ("q", "spread_sum") if not math.isfinite(getattr(router, k))]
+    if router.g is not None:
+        g = router.g
+        bad += [f"guarded.{k}" for k in ("deficit", "var_sum", "r2sum") if not math.isfinite(getattr(g, k))]
+        bad += [f"guarded.{k}" for k in ("lpos", "lcnt", "psum", "last_dev", "last_shat", "csum")
+                if not np.all(np.isfinite(getattr(g, k)))]
+    bad += [k for k, v in tensors.items() if k.startswith(("predictor.", "router."))
+            and np.asarray(v).dtype.kind == "f" and not np.all(np.isfinite(v))]
+    if bad:
+        raise ValueError(f"NaN or infinite values in {', '.join(sorted(bad))}")
 
 
 def _mixture_choice(cost: np.ndarray, level: np.ndarray, target: float, u: float) -> tuple[int, bool]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from slarouter_core.data import load_parquet
 
 from .conftest import APP, open_app
@@ -23,6 +25,29 @@ def test_opens_on_the_demo_data_with_the_zoo_in_cost_order():
     assert list(zoo["model"]) == list(demo.models)
     assert "mean cost (J)" in zoo.columns
     assert zoo["mean cost (J)"].is_monotonic_increasing
+    # shown in human units: "1.23 kJ" rather than 1234.5
+    assert all(v.endswith((" J", " kJ", " MJ")) for v in zoo["cost/request"])
+
+
+def test_the_page_icon_is_an_image_served_by_the_app_not_a_font_cdn_icon(monkeypatch):
+    """A `:material/...` favicon makes every browser fetch it from fonts.gstatic.com (and an
+    emoji from a CDN too): the icon must be an image, which Streamlit serves itself."""
+    import streamlit as st
+    from PIL import Image
+
+    seen = {}
+    real = st.set_page_config
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(st, "set_page_config", spy)
+    open_app()
+    icon = seen["page_icon"]
+    assert isinstance(icon, Image.Image) and icon.size == (32, 32)
+    assert len(np.unique(np.asarray(icon).reshape(-1, 4), axis=0)) > 1  # drawn, not blank
+
 
 
 def test_settings_come_from_and_go_to_the_url():
@@ -38,7 +63,7 @@ def test_settings_come_from_and_go_to_the_url():
 
 def test_bad_url_settings_are_explained_not_fatal():
     at = open_app(alpha="2", seed="x")
-    warnings = " ".join(w.value for w in at.sidebar.warning)
+    warnings = " ".join(w.value for w in at.warning)
     assert "alpha" in warnings and "seed" in warnings
     assert at.session_state.run_settings.alpha is None
 

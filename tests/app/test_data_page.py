@@ -50,6 +50,15 @@ def test_not_a_parquet_file_is_explained():
     assert "could not be read as parquet" in errors(at)
 
 
+def test_upload_errors_name_the_users_file_not_the_servers_copy():
+    at = open_app()
+    at.radio(key="w_source").set_value("upload").run()
+    at.file_uploader[0].upload("my results.parquet", b"not parquet at all").run()
+    text = errors(at)
+    assert "my results.parquet" in text
+    assert "slarouter-uploads" not in text and ".parquet" in text
+
+
 def test_good_upload_becomes_the_dataset(tmp_path):
     at = open_app()
     at.radio(key="w_source").set_value("upload").run()
@@ -59,6 +68,7 @@ def test_good_upload_becomes_the_dataset(tmp_path):
     zoo = at.sidebar.dataframe[0].value
     assert list(zoo["model"]) == ["small", "medium", "large"]
     assert "40 requests" in " ".join(c.value for c in at.sidebar.caption)
+    assert "**mine.parquet**" in " ".join(m.value for m in at.sidebar.markdown)  # the user's name, not the copy's
 
 
 def test_path_on_the_server(tmp_path):
@@ -83,6 +93,9 @@ def test_cost_and_benchmarks_reach_the_core():
     assert "mean cost (ms)" in zoo.columns
     table = at.dataframe[0].value
     assert "large-70b mean cost (ms)" in table.columns
+    # latencies in human units (ms, s, min, h), never "6.079e+06 ms"
+    shown = list(zoo["cost/request"]) + list(table["large-70b mean cost (ms)"])
+    assert all(v.split()[-1] in ("ms", "s", "min", "h") and "e+" not in v for v in shown), shown
     at.multiselect(key="w_bench").set_value(["coding"]).run()
     assert at.session_state.data_spec.benchmarks == ("coding",)
     table = at.dataframe[0].value

@@ -39,27 +39,46 @@ def test_widgets_change_what_the_simulation_receives():
     assert at.session_state.live.t == 0  # new settings: a new run
 
 
+def charts_by_key(at) -> dict:
+    """Charts by a short key (the first word of their title; call ratios by router)."""
+    out = {}
+    for c in at.get("vega_lite_chart"):
+        title = json.loads(c.proto.spec)["title"]
+        key = title.split(" (")[0]
+        out[key] = c
+    return out
+
+
 def test_step_draws_every_chart_from_the_run():
     at = open_app(PAGE, tick="300")
-    assert len(at.get("vega_lite_chart")) == 5
+    # queue, cost, satisfaction, a call ratio per router, cost against satisfaction, events
+    assert len(at.get("vega_lite_chart")) == 7
     at.button(key="w_step").click().run()
     at.button(key="w_step").click().run()
-    charts = {json.loads(c.proto.spec)["title"]: c for c in at.get("vega_lite_chart")}
-    assert "Virtual queue Q_t" in charts and "Cumulative operating cost (MJ)" in charts
+    charts = charts_by_key(at)
+    live = at.session_state.live
+    assert live.routers == ("paper", "contextual")
     q_rows = chart_rows(charts["Virtual queue Q_t"])
-    a = at.session_state.live.sim.arrays()
-    assert len(q_rows) == 600 and q_rows[-1]["t"] == 600
-    assert np.isclose(q_rows[-1]["value"], a["q"][-1], rtol=1e-6)
-    cost = [r for r in chart_rows(charts["Cumulative operating cost (MJ)"]) if r["t"] == 600]
+    for mode in live.routers:
+        rows = [r for r in q_rows if r["series"] == mode]
+        a = live.sims[mode].arrays()
+        assert len(rows) == 600 and rows[-1]["t"] == 600
+        assert np.isclose(rows[-1]["value"], a["q"][-1], rtol=1e-6)
+    cost = [r for r in chart_rows(charts["Cumulative operating cost"]) if r["t"] == 600]
     names = {r["series"] for r in cost}
     demo = load_parquet(APP.replace("app.py", "data/demo.parquet"))
-    assert names == {"SLARouter"} | {f"only {m}" for m in demo.models}
+    assert names == {"paper", "contextual", "static mixture", "oracle"} | {f"only {m}" for m in demo.models}
+    assert {"Model call ratio, paper", "Model call ratio, contextual"} <= set(charts)
 
 
 def test_long_histories_are_thinned_to_about_2000_points():
     at = open_app(PAGE, tick="2500")
     at.button(key="w_step").click().run()
-    for chart in at.get("vega_lite_chart")[:4]:
+    streaming = [c for c in at.get("vega_lite_chart")
+                 if json.loads(c.proto.spec)["title"].split(" (")[0] not in ("Cost against satisfaction",
+                                                                           "Where exploration and feedback happened")]
+    assert len(streaming) == 5
+    for chart in streaming:
         rows = chart_rows(chart)
         per_series = {}
         for r in rows:
@@ -120,11 +139,29 @@ def test_changing_the_tick_size_keeps_the_run():
     assert at.session_state.live.t == 350
 
 
-def test_router_mode_reaches_the_simulation_and_the_sidebar():
+def test_the_first_router_is_the_mode_of_the_other_pages():
     at = open_app(PAGE)
-    at.selectbox(key="w_mode").set_value("guarded").run()
+    at.multiselect(key="w_routers").set_value(["guarded", "paper"]).run()
     at.button(key="w_step").click().run()
-    assert at.session_state.live.sim.config.router.mode == "guarded"
-    assert at.session_state.live.t == 200
+    live = at.session_state.live
+    assert live.routers == ("guarded", "paper")
+    assert live.sims["guarded"].config.router.mode == "guarded" and live.t == 200
+    assert at.session_state.run_settings.mode == "guarded"
     assert "router mode: **guarded**" in " ".join(m.value for m in at.sidebar.markdown)
-    assert at.query_params["mode"] == "guarded"
+    assert at.query_params["mode"] == "guarded" and at.query_params["routers"] == "guarded,paper"
+
+
+def test_changing_the_seed_mid_run_says_that_the_run_started_again():
+    at = open_app(PAGE)
+    at.button(key="w_step").click().run()
+    assert at.session_state.live.t == 200
+    at.number_input(key="w_seed").set_value(8).run()
+    assert at.session_state.live.t == 0
+    assert any("started again" in i.value for i in at.info)
+
+
+def test_a_mode_from_the_link_survives_a_visit_to_live_run():
+    at = open_app(PAGE, mode="guarded")
+    at.number_input(key="w_c").set_value(0.2).run()
+    assert at.session_state.run_settings.mode == "guarded"  # Feedback by hand keeps its router
+    assert at.session_state.live.routers == ("paper", "contextual")

@@ -69,7 +69,8 @@ def test_live_run_then_thumbs_down(app_url, browser):
     with page.expect_download() as download:  # built lazily on click, from this session's run
         page.get_by_role("button", name="Trace (CSV)").click()
     lines = open(download.value.path()).read().splitlines()
-    assert lines[0].startswith("t,row,doc_id") and len(lines) == served + 1
+    # the demo's two routers side by side (paper, contextual): one block of rows each
+    assert lines[0].startswith("router,t,row,doc_id") and len(lines) == 2 * served + 1
 
     page.get_by_role("link", name="Feedback by hand").click()
     page.get_by_role("button", name="Next request from the stream").click()

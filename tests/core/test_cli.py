@@ -82,3 +82,107 @@ def test_feedback_options_are_built_in_one_place():
     (fs,) = feedback_from_args(sim)
     fc = feedback_from_args(cmp_)
     assert fs == fc[0] and fs.negative_ratio == 2.0 and fc[1].kind == "iid"
+
+
+# -- hardening (issue 11) -------------------------------------------------------------------
+
+def test_outputs_under_a_file_and_a_cache_dir_that_is_a_file_are_clear_errors(data_path, tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    sim = ["simulate", "--data", str(data_path), "--encoder", "hashing", "--seeds", "1", "--alpha", "0.6"]
+    cases = [
+        (sim + ["--cache-dir", str(tmp_path / "c"), "--out", str(blocker / "rows.csv")], "afile is a file"),
+        (sim + ["--cache-dir", str(blocker)], "--cache-dir"),
+        (sim + ["--cache-dir", str(blocker / "sub")], "afile is a file"),
+        (["embed", "--data", str(data_path), "--encoder", "hashing", "--cache-dir", str(blocker)], "is a file"),
+        (["compare", *_common(data_path, tmp_path), "--methods", "single", "--out", str(blocker / "x" / "r.csv")],
+         "afile is a file"),
+        (["compare", *_common(data_path, tmp_path), "--methods", "single", "--markdown", str(blocker / "t.md")],
+         "afile is a file"),
+        (["demo-data", "-o", str(blocker / "demo.parquet")], "afile is a file"),
+        (["import", "messplus", str(data_path), "-o", str(blocker / "o.parquet")], "afile is a file"),
+    ]
+    for argv, needle in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and needle in err and "Traceback" not in err, (argv, err)
+
+
+def test_embed_needs_no_energy_column_and_takes_cost(tmp_path, capsys):
+    from tests.conftest import make_frame
+    frame = make_frame(n=30).drop(columns=[f"{m}_energy_joules" for m in ("small", "medium", "large")])
+    path = write_parquet(frame, tmp_path / "no_energy.parquet")
+    bare = write_parquet(frame.drop(columns=[f"{m}_latency_ms" for m in ("small", "medium", "large")]),
+                         tmp_path / "no_cost.parquet")
+    common = ["--encoder", "hashing", "--cache-dir", str(tmp_path / "cache")]
+    for p in (path, bare):
+        assert main(["embed", "--data", str(p), *common]) == 0, capsys.readouterr().err
+        assert "30 embeddings" in capsys.readouterr().out
+    assert main(["embed", "--data", str(path), "--cost", "latency_ms", *common]) == 0
+    assert main(["embed", "--data", str(path), "--cost", "energy_joules", *common]) == 2
+    assert "Available per-model metrics: latency_ms" in capsys.readouterr().err
+
+
+def test_exclude_of_an_unknown_benchmark_is_an_error(data_path, tmp_path, capsys):
+    rc = main(["compare", *_common(data_path, tmp_path), "--methods", "single", "--exclude", "nosuch"])
+    assert rc == 2 and "unknown benchmark 'nosuch'" in capsys.readouterr().err
+    out = tmp_path / "r.csv"
+    assert main(["compare", *_common(data_path, tmp_path), "--methods", "single", "--exclude", "beta_bench",
+                 "--out", str(out)]) == 0
+    assert set(pd.read_csv(out)["benchmark"]) == {"alpha_bench"}
+
+
+def test_simulate_out_with_an_unknown_extension_is_an_error(data_path, tmp_path, capsys):
+    base = ["simulate", *_common(data_path, tmp_path), "--alpha", "0.6"]
+    assert main(base + ["--out", str(tmp_path / "r.xlsx")]) == 2
+    assert "unknown file type '.xlsx'" in capsys.readouterr().err and not (tmp_path / "r.xlsx").exists()
+    assert main(base + ["--out", str(tmp_path / "r.parquet")]) == 0
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 2
+
+
+def test_simulate_on_a_folder_reports_dropped_conflicting_duplicates(tmp_path, capsys):
+    import json
+    recs = []
+    for i in range(40):
+        r = {"doc_id": i, "input_text": f"question {i} on topic {i % 5}", "benchmark_name": "b"}
+        for k, lab in enumerate(("small", "large")):
+            r.update({f"label_{lab}": float((i + k) % 2), f"energy_consumption_{lab}": 10.0 * (k + 1),
+                      f"inference_time_{lab}": 0.5})
+        recs.append(r)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.json").write_text(json.dumps(recs))
+    (tmp_path / "logs" / "b.json").write_text(json.dumps([dict(r, label_small=1.0 - r["label_small"]) for r in recs[:3]]))
+    rc = main(["simulate", "--data", str(tmp_path / "logs"), "--encoder", "hashing", "--cache-dir",
+               str(tmp_path / "cache"), "--seeds", "1", "--alpha", "0.6"])
+    assert rc == 0
+    assert "warning: dropped 3 duplicate (benchmark, doc_id) row(s), keeping the first of each; 3 of them " \
+           "conflicted" in capsys.readouterr().err
+
+
+def test_compare_reports_a_failing_method_without_aborting_the_grid(data_path, tmp_path, capsys):
+    out = tmp_path / "rows.csv"
+    rc = main(["compare", *_common(data_path, tmp_path), "--methods", "single", "causal", "slarouter",
+               "--feedback-rate", "0", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "2 of 10 runs failed (Causal)" in err and "needs logged feedback" in err
+    rows = pd.read_csv(out)
+    assert len(rows) == 10 and rows.loc[rows["method"] == "Causal", "error"].notna().all()
+    assert rows.loc[rows["method"] != "Causal", "error"].isna().all()
+    assert main(["compare", *_common(data_path, tmp_path), "--methods", "causal", "--feedback-rate", "0"]) == 2
+    assert "every run failed" in capsys.readouterr().err
+
+
+def test_compare_alpha_sweep_contextual_and_seeds_met(data_path, tmp_path, capsys):
+    out = tmp_path / "rows.csv"
+    rc = main(["compare", *_common(data_path, tmp_path), "--methods", "static_mixture", "slarouter_contextual",
+               "--alpha", "0.5", "paper", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    rows = pd.read_csv(out)
+    assert set(rows["alpha_setting"]) == {"0.5", "paper"}
+    assert set(rows["method"]) == {"static mixture", "SLARouter (contextual)"}
+    # the contextual mode reports its own lower bound; the static mixture claims none
+    assert rows.loc[rows["method"] == "SLARouter (contextual)", "lcb"].notna().all()
+    assert rows.loc[rows["method"] == "static mixture", "lcb"].isna().all()
+    text = capsys.readouterr().out
+    assert "seeds ≥ alpha" in text and "own LCB (%)" in text

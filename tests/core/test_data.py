@@ -103,3 +103,20 @@ def test_demo_data_is_synthetic_and_valid():
     assert data.synthetic and data.n_models == 4 and 2500 <= data.n_requests <= 3500
     acc = data.solved.mean(axis=0)
     assert np.all(np.diff(acc) > 0)  # dearer models are better on the demo
+
+
+@pytest.mark.parametrize("big", [1e308, 1e307])
+def test_costs_whose_sums_overflow_are_rejected(big):
+    frame = make_frame(n=60)
+    frame.loc[[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22], "large_energy_joules"] = big
+    with pytest.raises(DataValidationError, match=r"large_energy_joules sums past the largest float"):
+        from_frame(frame)
+
+
+def test_costs_that_overflow_only_across_models_are_rejected():
+    frame = make_frame(n=4)
+    frame["small_energy_joules"] = [1e308, 0, 0, 0]
+    frame["medium_energy_joules"] = [0, 1e308, 0, 0]
+    frame["large_energy_joules"] = [0, 0, 1e308, 1e308 / 2]
+    with pytest.raises(DataValidationError, match="sum past the largest float"):
+        from_frame(frame)

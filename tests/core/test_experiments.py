@@ -347,3 +347,25 @@ def test_slarouter_grid_with_feedback_models(toy):
         E.run_slarouter_grid(toy.data, toy.embeddings, seeds=(1,), feedback="drift")
     mixed = E.run_slarouter_grid(toy.data, toy.embeddings, seeds=(1,), feedback="drift", per_benchmark=False)
     assert mixed["benchmark"].tolist() == ["alpha_bench+beta_bench"] and mixed["feedback_kind"].tolist() == ["drift"]
+
+
+def test_alpha_rules_and_the_seeds_met_rule():
+    from slarouter_core.data import from_frame
+    from tests.conftest import make_frame
+
+    data = from_frame(make_frame(n=200))
+    acc = data.solved.mean(axis=0)
+    assert E.resolve_alpha("paper", data) == pytest.approx(round(acc[-2] - 0.01, 3), abs=5e-4)
+    assert E.resolve_alpha("midpoint", data) == pytest.approx(round((acc[-2] + acc[-1]) / 2, 3), abs=5e-4)
+    with pytest.raises(ValueError, match="'midpoint', 'paper'"):
+        E.resolve_alpha("median", data)
+    assert [E.seeds_needed(n) for n in (1, 3, 10, 20)] == [1, 3, 9, 18]
+    base = dict(dataset="d", benchmark="b", feedback_rate=0.2, alpha=0.7, cost_unit="MJ",
+                post_convergence_satisfaction=np.nan, training_cost=0.0, operating_cost=1.0,
+                method_key="single")
+    # 17 of 20 seeds above alpha with a mean above alpha: not met under the 18-of-20 rule
+    sats = [0.75] * 17 + [0.6] * 3
+    rows = [dict(base, method="m", seed=s, satisfaction=v) for s, v in enumerate(sats)]
+    agg = E.aggregate(pd.DataFrame(rows)).set_index("method")
+    assert agg.loc["m", "satisfaction_mean"] > 0.7 and agg.loc["m", "seeds_met"] == 17
+    assert not agg.loc["m", "sla_met"]

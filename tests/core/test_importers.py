@@ -66,3 +66,53 @@ def test_disagreeing_label_sets(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(records(["s", "m", "l"])))
     with pytest.raises(DataValidationError, match="disagree"):
         import_messplus(tmp_path)
+
+
+# -- hardening (issue 11) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [None, float("nan"), "  "])
+def test_null_or_nan_benchmark_name_is_a_clear_error(tmp_path, bad):
+    recs = records(["a", "b"], dup=False)
+    recs[3]["benchmark_name"] = bad
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(recs).replace("NaN", "NaN"))
+    with pytest.raises(DataValidationError, match=r"benchmark_name has 1 empty or null value.*row 3"):
+        import_messplus(f)
+    csv = tmp_path / "x.csv"
+    pd.DataFrame.from_records(recs).to_csv(csv, index=False)
+    with pytest.raises(DataValidationError, match=r"benchmark_name has 1 empty or null"):
+        import_messplus(csv)
+
+
+def test_a_label_that_is_not_a_number_is_a_wrong_type_not_a_missing_value(tmp_path):
+    recs = records(["a", "b"], dup=False)
+    recs[2]["label_a"] = "yes"
+    recs[4]["energy_consumption_b"] = "lots"
+    (tmp_path / "x.json").write_text(json.dumps(recs))
+    with pytest.raises(DataValidationError) as exc:
+        load_messplus(tmp_path / "x.json")
+    msg = " ".join(exc.value.problems)
+    assert "label_a has 1 non-numeric value(s) (first at row 2: 'yes'): use 0 or 1" in msg
+    assert "energy_consumption_b has 1 non-numeric" in msg and "'lots'" in msg
+    assert "missing" not in msg
+
+
+def test_hidden_files_and_folders_are_not_read(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.json").write_text(json.dumps(records(["a", "b"], dup=False)))
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.json").write_text("this is not json at all")
+    (tmp_path / "b" / ".backup.json").write_text(json.dumps(records(["a", "b", "c"], dup=False)))
+    frame, report = import_messplus(tmp_path)
+    assert report["files"] == 1 and report["rows"] == 5
+
+
+def test_dropped_conflicting_duplicates_are_reported_as_a_warning(tmp_path):
+    recs = records(["a", "b"], dup=False)
+    conflict = dict(recs[1], label_a=1.0 - recs[1]["label_a"])
+    (tmp_path / "x.json").write_text(json.dumps(recs + [conflict, dict(recs[2])]))
+    data = load_messplus(tmp_path)
+    assert data.n_requests == 5
+    assert any("dropped 2 duplicate" in w and "1 of them conflicted" in w for w in data.warnings), data.warnings
+    assert data.metadata["import_report"]["conflicting_duplicates_dropped"] == 1
+    assert load_messplus(tmp_path).select(["b"]).warnings == data.warnings

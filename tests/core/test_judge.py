@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -203,3 +204,227 @@ def test_paper_presets_match_reported_agreement():
 def test_judge_model_validation(kw):
     with pytest.raises(ValueError):
         JudgeModel(**kw)
+
+
+# -- hardening (issue 11) -------------------------------------------------------------------
+
+class Raw:
+    """A local HTTP server whose ``reply(handler)`` writes whatever it wants (headers included)."""
+
+    def __init__(self, reply):
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self):
+                n = int(self.headers.get("Content-Length", 0) or 0)
+                body = self.rfile.read(n) if n else b""
+                outer.requests.append({"method": self.command, "path": self.path,
+                                       "headers": dict(self.headers), "body": body, "at": time.monotonic()})
+                try:
+                    reply(self, len(outer.requests))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_POST = do_GET = _any  # noqa: N815
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def origin(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def url(self):
+        return self.origin + "/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _send(h, status, payload=None, headers=()):
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode() if payload is not None else b""
+    h.send_response(status)
+    for k, v in headers:
+        h.send_header(k, v)
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+def _verdict(h, n=0):
+    _send(h, 200, completion('{"label": 1}'))
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirect_to_another_host_is_an_error_and_the_key_stays_home(status, monkeypatch):
+    monkeypatch.setenv("SLAROUTER_TEST_JUDGE_KEY", SECRET)
+    with Raw(_verdict) as evil:
+        def bounce(h, n):
+            _send(h, status, {"moved": True}, [("Location", evil.url + "/chat/completions")])
+        with Raw(bounce) as home:
+            with pytest.raises(JudgeError, match=f"HTTP {status}.*redirect.*not followed") as exc:
+                client(home.url, retries=2).judge("q", "r")
+    assert evil.requests == []          # nothing (no key, no prompt) reached the other host
+    assert len(home.requests) == 1      # a redirect is not retried
+    assert SECRET not in str(exc.value)
+
+
+def test_redirect_that_changes_the_method_is_an_error_even_on_the_same_host(monkeypatch):
+    monkeypatch.setenv("SLAROUTER_TEST_JUDGE_KEY", SECRET)
+
+    def reply(h, n):
+        if h.path.endswith("/chat/completions") and h.command == "POST" and n == 1:
+            _send(h, 302, b"", [("Location", "/v2/chat/completions")])
+        else:
+            _verdict(h)
+    with Raw(reply) as srv:
+        with pytest.raises(JudgeError, match="HTTP 302.*not followed"):
+            client(srv.url).judge("q", "r")
+    assert len(srv.requests) == 1
+
+
+def test_same_origin_307_keeps_the_method_the_body_and_the_key(monkeypatch):
+    monkeypatch.setenv("SLAROUTER_TEST_JUDGE_KEY", SECRET)
+
+    def reply(h, n):
+        if h.path.startswith("/v1/"):
+            _send(h, 307, b"", [("Location", "/v2/chat/completions")])
+        else:
+            _send(h, 200, completion('{"label": 0}'))
+    with Raw(reply) as srv:
+        assert client(srv.url).judge("q", "r") == 0
+    first, second = srv.requests
+    assert second["method"] == "POST" and second["path"] == "/v2/chat/completions"
+    assert second["body"] == first["body"] and second["headers"]["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_a_trickling_server_cannot_stretch_the_timeout(monkeypatch):
+    monkeypatch.delenv("SLAROUTER_TEST_JUDGE_KEY", raising=False)
+    body = json.dumps(completion('{"label": 1}')).encode()
+
+    def trickle(h, n):
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        for b in body:  # one byte every 50 ms: each read is quick, the whole answer is not
+            h.wfile.write(bytes([b]))
+            h.wfile.flush()
+            time.sleep(0.05)
+    with Raw(trickle) as srv:
+        start = time.monotonic()
+        with pytest.raises(JudgeError, match="did not answer within 0.5 s"):
+            JudgeClient(base_url=srv.url, model="m", timeout=0.5, retries=0).judge("q", "r")
+        took = time.monotonic() - start
+    assert len(body) * 0.05 > 2.0 and took < 1.5
+
+
+def test_call_deadline_bounds_retries_and_waits(monkeypatch):
+    with Raw(lambda h, n: _send(h, 503, {"error": "busy"})) as srv:
+        start = time.monotonic()
+        with pytest.raises(JudgeError, match="deadline"):
+            JudgeClient(base_url=srv.url, model="m", timeout=1.0, retries=50, backoff=0.2,
+                        deadline=0.6).judge("q", "r")
+        assert time.monotonic() - start < 1.2
+
+
+def test_short_body_is_retried_then_a_judge_error(monkeypatch):
+    def short(h, n):
+        h.send_response(200)
+        h.send_header("Content-Length", "1000")
+        h.end_headers()
+        h.wfile.write(b'{"choices": [')
+        h.close_connection = True
+    with Raw(short) as srv:
+        with pytest.raises(JudgeError, match=r"after 2 attempt.*broken reply.*IncompleteRead"):
+            client(srv.url, retries=1).judge("q", "r")
+    assert len(srv.requests) == 2
+
+
+def test_short_body_then_a_good_answer_succeeds():
+    def flaky(h, n):
+        if n == 1:
+            h.send_response(200)
+            h.send_header("Content-Length", "500")
+            h.end_headers()
+            h.wfile.write(b"{")
+            h.close_connection = True
+        else:
+            _verdict(h)
+    with Raw(flaky) as srv:
+        assert client(srv.url, retries=1).judge("q", "r") == 1
+
+
+@pytest.mark.parametrize("reply", [b"garbage that is not HTTP\r\n\r\n", b""])
+def test_a_reply_that_is_not_http_is_retried_then_a_judge_error(reply):
+    import socketserver
+
+    seen = []
+
+    class Junk(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.recv(65536)
+            seen.append(1)
+            self.request.sendall(reply)
+
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Junk)
+    srv.daemon_threads = True
+    th = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
+    th.start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        with pytest.raises(JudgeError, match=r"after 3 attempt.*broken reply.*(BadStatusLine|RemoteDisconnected)"):
+            client(url, retries=2).judge("q", "r")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert len(seen) == 3
+
+
+def test_retry_after_on_429_is_honoured():
+    def reply(h, n):
+        if n == 1:
+            _send(h, 429, {"error": "slow down"}, [("Retry-After", "1")])
+        else:
+            _verdict(h)
+    with Raw(reply) as srv:
+        assert client(srv.url, retries=1).judge("q", "r") == 1  # backoff alone would be 0.01 s
+    gap = srv.requests[1]["at"] - srv.requests[0]["at"]
+    assert gap >= 0.95
+
+
+def test_retry_after_beyond_the_bound_fails_at_once():
+    with Raw(lambda h, n: _send(h, 429, {"error": "later"}, [("Retry-After", "3600")])) as srv:
+        start = time.monotonic()
+        with pytest.raises(JudgeError, match="Retry-After.*3600 s.*max_retry_after"):
+            client(srv.url, retries=3, max_retry_after=5).judge("q", "r")
+        assert time.monotonic() - start < 1.0
+    assert len(srv.requests) == 1
+
+
+def test_credentials_in_base_url_are_redacted(monkeypatch):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    c = client(f"http://alice:pa55w0rd-xyz@127.0.0.1:{port}/v1?api_key=tok-abc123", retries=0)
+    with pytest.raises(JudgeError, match="cannot reach") as exc:
+        c.judge("q", "r")
+    for secret in ("pa55w0rd-xyz", "tok-abc123", "alice"):
+        assert secret not in str(exc.value) and secret not in repr(c)
+    with Raw(lambda h, n: _send(h, 500, {})) as srv:
+        url = srv.url.replace("http://", "http://bob:hunter2-secret@")
+        with pytest.raises(JudgeError) as exc:
+            client(url, retries=0).judge("q", "r")
+    assert "hunter2-secret" not in str(exc.value) and "***@127.0.0.1" in str(exc.value)

@@ -457,3 +457,107 @@ def test_thompson_picks_models_as_their_posteriors_say():
     assert freq[1] == pytest.approx(96 / 102, abs=0.02)
     assert freq[0] < 0.002
     assert freq[2] == pytest.approx(6 / 102, abs=0.02)
+
+
+# -- hardening (issue 11) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["paper", "guarded"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_decide_refuses_non_finite_embeddings(mode, bad):
+    X, C, F = stream(n=20, seed=4)
+    r = SLARouter(RouterConfig(alpha=0.6, mode=mode), 3, X.shape[1], seed=0)
+    x = X[0].copy()
+    x[5] = bad
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        r.decide(x, C[0])
+    assert r.t == 0
+    d = r.decide(X[0], C[0])  # nothing pending: the router goes on with clean input
+    r.observe(d, 1)
+    assert np.all(np.isfinite(r.predict_satisfaction(X[1])))
+
+
+def _rewrite_checkpoint(path, edit_meta=None, edit_tensors=None):
+    import json as _json
+
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+    with safe_open(str(path), framework="numpy") as fh:
+        meta = _json.loads(fh.metadata()["slarouter"])
+    tensors = load_file(str(path))
+    if edit_meta:
+        edit_meta(meta)
+    if edit_tensors:
+        edit_tensors(tensors)
+    save_file(tensors, str(path), metadata={"slarouter": _json.dumps(meta)})
+
+
+@pytest.mark.parametrize("edit", [
+    dict(edit_meta=lambda m: m.update(q="nan")),
+    dict(edit_meta=lambda m: m.update(q="inf")),
+    dict(edit_meta=lambda m: m.update(spread_sum="-inf")),
+    dict(edit_meta=lambda m: m["guarded"].update(deficit="nan")),
+    dict(edit_meta=lambda m: m["guarded"]["lpos"].__setitem__(0, "nan")),
+    dict(edit_tensors=lambda t: t[min(k for k in t if k.startswith("predictor.param."))].reshape(-1).__setitem__(
+        0, np.inf)),
+])
+def test_checkpoint_with_non_finite_state_does_not_load(tmp_path, edit):
+    X, C, F = stream(n=100, seed=9)
+    r = SLARouter(guarded(), 3, X.shape[1], seed=3)
+    r.run_block(X, C, F)
+    path = r.save(tmp_path / "g.safetensors")
+    SLARouter.load(path)  # the untouched file loads
+    _rewrite_checkpoint(path, **edit)
+    with pytest.raises(ValueError, match="corrupt SLARouter checkpoint.*NaN or infinite"):
+        SLARouter.load(path)
+
+
+@pytest.mark.parametrize("mode", ["guarded", "paper"])
+def test_pending_late_feedback_survives_a_checkpoint(tmp_path, mode):
+    X, C, F = stream(n=300, seed=11, rate=0.0)
+    cfg = guarded(train_every=1) if mode == "guarded" else RouterConfig(alpha=0.6, c=0.5)
+    a = SLARouter(cfg, 3, X.shape[1], seed=5)
+    if mode == "guarded":
+        a.run_block(X[:150], C[:150], F[:150], n=100)  # rows 100.. are lookahead only
+        for i in range(100, 150):
+            d = a.decide(X[i], C[i])
+            a.observe(d, None)
+    else:
+        for i in range(150):
+            d = a.decide(X[i], C[i])
+            a.observe(d, None)
+            a.remember_for_late(d, X[i])
+    pending = list(a._late)
+    assert len(pending) == 150
+    b = SLARouter.load(a.save(tmp_path / "late.safetensors"))
+    assert list(b._late) == pending
+    rng = np.random.default_rng(0)
+    for t in rng.permutation(pending)[:60].tolist():
+        v = int(rng.random() < 0.5)
+        a.late_feedback(t, v)
+        b.late_feedback(t, v)
+    assert b.n_feedback == a.n_feedback == 60 and b.q == a.q
+    if mode == "guarded":
+        assert b.g.deficit == a.g.deficit and np.array_equal(b.g.lpos, a.g.lpos)
+    assert b.predictor.version == a.predictor.version > 0
+    ra = a.run_block(X[150:], C[150:], F[150:])
+    rb = b.run_block(X[150:], C[150:], F[150:])
+    assert np.array_equal(ra.model, rb.model) and np.array_equal(ra.q, rb.q)
+    with pytest.raises(KeyError):
+        b.late_feedback(pending[0] if pending[0] not in b._late else -1, 1)
+
+
+def test_late_window_drops_the_oldest_steps_first(monkeypatch):
+    import slarouter_core.router as router_mod
+
+    monkeypatch.setattr(router_mod, "LATE_WINDOW", 40)
+    X, C, F = stream(n=400, seed=2, rate=0.0)
+    r = SLARouter(guarded(), 3, X.shape[1], seed=1)
+    r.run_block(X[:100], C[:100], F[:100])
+    assert list(r._late) == list(range(61, 101))
+    for t in (61, 75, 100):  # out-of-order answers leave holes; the window still drops the oldest
+        r.late_feedback(t, 1)
+    for i in range(100, 130):
+        r.observe(r.decide(X[i], C[i]), None)
+    assert list(r._late) == list(range(90, 100)) + list(range(101, 131))
+    r.run_block(X[130:], C[130:], F[130:])
+    assert list(r._late) == list(range(361, 401))

@@ -1,0 +1,186 @@
+"""Watch a running routing service from the dashboard: poll ``GET /v1/state`` and turn it
+into the same headline and charts as the Live run page (no Streamlit here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+import pandas as pd
+
+from ..live import MAX_POINTS, RATIO_WINDOW, ChartFrame, _line_spec, _long
+from ..metrics import running_mean, thin_indices
+
+
+class ServiceUnreachable(RuntimeError):
+    """The URL does not answer like a routing service (the message says why)."""
+
+
+def normalise_url(url: str) -> str:
+    """``host:port`` or ``http(s)://host:port[/]`` to ``http(s)://host:port``; clear errors."""
+    u = (url or "").strip().rstrip("/")
+    if not u:
+        raise ValueError("give the service URL, e.g. http://127.0.0.1:8000")
+    if "://" not in u:
+        u = "http://" + u
+    parts = urlsplit(u)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    return u
+
+
+def fetch_state(url: str, history: int = MAX_POINTS, timeout: float = 3.0) -> dict:
+    """The service's state with its last ``history`` requests."""
+    base = normalise_url(url)
+    try:
+        r = httpx.get(f"{base}/v1/state", params={"history": history}, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise ServiceUnreachable(f"no answer from {base} ({type(exc).__name__}); is `slarouter serve` running?") \
+            from None
+    if r.status_code != 200:
+        raise ServiceUnreachable(f"{base}/v1/state answered HTTP {r.status_code}: not a SLARouter service?")
+    try:
+        doc = r.json()
+    except ValueError:
+        raise ServiceUnreachable(f"{base}/v1/state did not answer JSON: not a SLARouter service?") from None
+    if not isinstance(doc, dict) or "models" not in doc or "t" not in doc:
+        raise ServiceUnreachable(f"{base}/v1/state is not a SLARouter state document")
+    return doc
+
+
+@dataclass
+class ServiceView:
+    """Headline numbers and chart frames of one state document."""
+
+    state: dict
+
+    @property
+    def names(self) -> list[str]:
+        return [m["name"] for m in self.state["models"]]
+
+    def headline(self) -> dict[str, Any]:
+        s = self.state
+        sat = s["satisfaction"]
+        return {"served": s["t"], "cost": s["cost_total"], "q": s["decision_queue"], "v": s["v"],
+                "alpha": s["alpha"], "mode": s["mode"], "estimate": sat["estimate"],
+                "lower_bound": sat["lower_bound"], "bound": sat["bound"],
+                "sla": "unknown" if sat["sla_met"] is None else ("met" if sat["sla_met"] else "not certified"),
+                "thumbs_up": s["feedback"]["satisfied"], "thumbs_down": s["feedback"]["unsatisfied"],
+                "failed": s["requests_failed"], "failures": sum(m["failures"] for m in s["models"])}
+
+    def models_frame(self) -> pd.DataFrame:
+        cols = ["name", "model", "chosen", "served", "failures", "prompt_tokens", "completion_tokens", "cost",
+                "thumbs_up", "thumbs_down"]
+        return pd.DataFrame([{k: m[k] for k in cols} for m in self.state["models"]], columns=cols)
+
+    def charts(self, max_points: int = MAX_POINTS) -> list[ChartFrame]:
+        rows = self.state.get("history") or []
+        names = self.names
+        M = len(names)
+        k = len(rows)
+        t_all = np.array([r["t"] for r in rows], np.int64)
+        idx = thin_indices(k, max_points)
+        t = t_all[idx]
+        out = [ChartFrame("queue", _long(t, {"Q": np.array([r["q"] for r in rows], np.float64)[idx]}),
+                          _line_spec("Virtual queue Q_t (decision queue)", "Q", color_title=None))]
+
+        cost = np.array([r["cost"] or 0.0 for r in rows], np.float64)
+        est = np.array([r["est_costs"] for r in rows], np.float64).reshape(k, M)
+        series = {"SLARouter (reported usage)": np.cumsum(cost)[idx]}
+        series.update({f"only {n} (estimated)": np.cumsum(est[:, j])[idx] for j, n in enumerate(names)})
+        out.append(ChartFrame("cost", _long(t, series),
+                              _line_spec("Cumulative cost over the requests shown", "cost", color_title="router",
+                                         domain=list(series))))
+
+        s_used = np.array([r["shat"] if r["feedback"] is None else r["feedback"] for r in rows], np.float64)
+        alpha = float(self.state["alpha"])
+        out.append(ChartFrame("satisfaction",
+                              _long(t, {"running satisfaction (thumbs where given, else predicted)":
+                                        running_mean(s_used)[idx]}),
+                              _line_spec("Running request satisfaction (estimated)", "satisfaction",
+                                         color_title=None, rule=alpha, rule_label=f"alpha = {alpha:.3f}")))
+
+        served = np.array([-1 if r["served"] is None else r["served"] for r in rows], np.int64)
+        onehot = np.zeros((k, M))
+        ok = served >= 0
+        onehot[np.flatnonzero(ok), served[ok]] = 1.0
+        counts = np.vstack([np.zeros((1, M)), np.cumsum(onehot, axis=0)])
+        band = thin_indices(k, max(2, max_points // 4))
+        lo = np.maximum(0, band + 1 - RATIO_WINDOW)
+        width = (band + 1 - lo)[:, None]
+        share = (counts[band + 1] - counts[lo]) / np.maximum(width, 1)
+        upper = np.cumsum(share, axis=1)
+        ratio = _long(t_all[band] if k else band, {n: upper[:, j] for j, n in enumerate(names)})
+        ratio["lo"] = (ratio["value"].to_numpy() - share.T.reshape(-1)).astype(np.float32)
+        out.append(ChartFrame("ratio", ratio,
+                              _line_spec(f"Model call ratio (last {RATIO_WINDOW} requests)", "share of calls",
+                                         color_title="model (cheapest first)", area=True, domain=names)))
+
+        kinds = ["exploration", "feedback", "backend failure"]
+        masks = [np.array([r["explored"] for r in rows], bool), np.array([r["feedback"] is not None for r in rows], bool),
+                 np.array([r["failed"] or r["retried"] for r in rows], bool)]
+        events = [t_all[m] for m in masks]
+        ev = pd.DataFrame({"t": np.concatenate(events).astype(np.int32) if k else np.zeros(0, np.int32),
+                           "event": pd.Categorical.from_codes(
+                               np.repeat(np.arange(3, dtype=np.int8), [len(e) for e in events]), categories=kinds)})
+        spec = {"title": "Where exploration, feedback and backend failures happened", "height": {"step": 34},
+                "mark": {"type": "tick", "thickness": 1.5, "opacity": 0.8},
+                "encoding": {"x": {"field": "t", "type": "quantitative", "title": "request"},
+                             "y": {"field": "event", "type": "nominal", "title": None},
+                             "color": {"field": "event", "type": "nominal", "legend": None}}}
+        out.append(ChartFrame("events", ev, spec))
+        return out
+
+
+def fmt_share(x: float | None) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+@dataclass(frozen=True)
+class ServiceAnswer:
+    """One request answered through the service (for Feedback by hand on the real zoo)."""
+
+    request_id: str
+    model: str
+    chosen: str
+    explored: bool
+    text: str
+
+
+def _post(url: str, path: str, payload: dict, timeout: float) -> dict:
+    base = normalise_url(url)
+    try:
+        r = httpx.post(f"{base}{path}", json=payload, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise ServiceUnreachable(f"no answer from {base} ({type(exc).__name__}); is `slarouter serve` running?") \
+            from None
+    try:
+        doc = r.json()
+    except ValueError:
+        raise ServiceUnreachable(f"{base}{path} answered HTTP {r.status_code} without JSON") from None
+    if r.status_code != 200:
+        msg = doc.get("error", {}).get("message") if isinstance(doc, dict) and isinstance(doc.get("error"), dict) \
+            else None
+        raise ValueError(f"HTTP {r.status_code}: {msg or doc}")
+    return doc
+
+
+def ask(url: str, text: str, timeout: float = 120.0) -> ServiceAnswer:
+    """Send one user message through the service; the model that answered and its text."""
+    if not text or not text.strip():
+        raise ValueError("the request is empty")
+    doc = _post(url, "/v1/chat/completions", {"model": "auto", "messages": [{"role": "user", "content": text}]},
+                timeout)
+    meta = doc.get("slarouter") or {}
+    return ServiceAnswer(request_id=doc["id"], model=doc["model"], chosen=meta.get("chosen", doc["model"]),
+                         explored=bool(meta.get("explored")),
+                         text=(doc.get("choices") or [{}])[0].get("message", {}).get("content") or "")
+
+
+def send_feedback(url: str, request_id: str, satisfied: bool, timeout: float = 10.0) -> dict:
+    """The user's thumbs for an answered request (errors carry the service's message)."""
+    return _post(url, "/v1/feedback", {"request_id": request_id, "satisfied": bool(satisfied)}, timeout)

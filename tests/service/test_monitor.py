@@ -1,0 +1,100 @@
+"""The dashboard's view of a running service: library code, then the page itself."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from slarouter_core.service.monitor import ServiceUnreachable, ServiceView, fetch_state, normalise_url
+from tests.service.test_service import PROMPTS, ask, feedback
+
+
+def test_urls_are_normalised_with_clear_errors():
+    assert normalise_url(" 127.0.0.1:8000/ ") == "http://127.0.0.1:8000"
+    assert normalise_url("https://router.example:443") == "https://router.example:443"
+    with pytest.raises(ValueError, match="give the service URL"):
+        normalise_url("")
+    with pytest.raises(ValueError, match="not an http"):
+        normalise_url("ftp://x")
+
+
+def test_unreachable_or_foreign_urls_are_explained(backends):
+    with pytest.raises(ServiceUnreachable, match="no answer"):
+        fetch_state("http://127.0.0.1:9", timeout=0.5)
+    with pytest.raises(ServiceUnreachable, match="HTTP 404"):
+        fetch_state(backends["small"].url)  # a model server, not the router
+
+
+def test_view_builds_the_live_run_charts_from_the_state(running, backends):
+    httpx.post(f"{backends['small'].url}/control", json={"fail": "error"})
+    svc = running(mode="guarded")
+    client = svc.client()
+    for i, p in enumerate(PROMPTS[:30]):
+        _, comp = ask(client, p)
+        if i % 3 == 0:
+            feedback(svc.url, comp.id, True)
+    view = ServiceView(fetch_state(svc.url, history=25))
+    h = view.headline()
+    assert h["served"] == 30 and h["thumbs_up"] == 10 and h["failures"] == view.models_frame()["failures"].sum() > 0
+    charts = {c.key: c for c in view.charts()}
+    assert set(charts) == {"queue", "cost", "satisfaction", "ratio", "events"}
+    assert charts["queue"].frame["t"].tolist() == list(range(6, 31))  # the last 25 requests
+    cost = charts["cost"].frame
+    ours = cost[cost["series"] == "SLARouter (reported usage)"]["value"].iloc[-1]
+    rows = view.state["history"]
+    assert ours == pytest.approx(sum(r["cost"] for r in rows), rel=1e-6)
+    ev = charts["events"].frame
+    assert (ev["event"] == "feedback").sum() == sum(r["feedback"] is not None for r in rows)
+    assert (ev["event"] == "backend failure").sum() == sum(r["retried"] for r in rows) > 0
+    ratio = charts["ratio"].frame
+    top = ratio.groupby("t")["value"].max()
+    assert top.round(6).eq(1.0).all()  # stacked shares of served calls reach 1
+
+
+def test_service_page_shows_a_running_service(running):
+    from tests.app.conftest import open_app
+
+    svc = running()
+    ask(svc.client(), "hello")
+    at = open_app("pages/service_page.py")
+    at.text_input(key="w_service_url").set_value(svc.url).run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Requests routed"] == "1"
+    assert len(at.get("vega_lite_chart")) == 5
+    at.text_input(key="w_service_url").set_value("127.0.0.1:9").run()
+    assert any("no answer" in w.value for w in at.warning)
+
+
+def test_ask_and_send_feedback_through_the_service(running):
+    from slarouter_core.service.monitor import ask as ask_service, send_feedback
+
+    svc = running()
+    ans = ask_service(svc.url, "Why is the sky blue?")
+    assert ans.model in ("small", "medium", "large") and ans.text.split()[0] == ans.model
+    assert send_feedback(svc.url, ans.request_id, True)["accepted"] is True
+    with pytest.raises(ValueError, match="HTTP 409: feedback for .* was already given"):
+        send_feedback(svc.url, ans.request_id, False)
+    with pytest.raises(ValueError, match="empty"):
+        ask_service(svc.url, "  ")
+    with pytest.raises(ServiceUnreachable):
+        ask_service("http://127.0.0.1:9", "hi", timeout=0.5)
+
+
+def test_feedback_by_hand_page_uses_the_real_zoo(running):
+    from tests.app.conftest import open_app
+
+    svc = running()
+    at = open_app("pages/feedback_by_hand.py")
+    at.text_input(key="w_hand_svc").set_value(svc.url)
+    at.text_area(key="w_svc_typed").set_value("Why is the sky blue?")
+    at.button(key="w_svc_ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    ans = at.session_state.svc_answer
+    assert any(f"Answered by {ans.model}" in m.value for m in at.markdown)
+    at.session_state[f"svc_fb_{ans.request_id}"] = 0  # thumbs down
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Sent to the service's router" in s.value for s in at.success)
+    st = httpx.get(f"{svc.url}/v1/state").json()
+    assert st["feedback"]["unsatisfied"] == 1 and st["t"] == 1
