@@ -471,7 +471,8 @@ class SLARouter:
         M = self.n_models
         if not 0 <= n <= total:
             raise ValueError(f"n must be in [0, {total}]")
-        if np.shape(X) != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
+        x_shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # a lazy row view keeps its rows
+        if x_shape != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
             raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
         if self.policy is not None:
             return self._policy_run_block(X, costs, feedback, n)

@@ -101,6 +101,41 @@ def stream_plan_full(n: int, labels: np.ndarray, feedback_rate: float, seed: int
     return order, plan, int(router_ss.generate_state(1, np.uint32)[0])
 
 
+class StreamRows:
+    """Rows ``base[index]`` without copying them: the stream in serving order.
+
+    A run used to gather ``embeddings[order]`` up front, a second copy of the largest
+    array (1.5 GB at 1M requests of width 384). This view gathers only the rows a step
+    asks for; slicing stays lazy, and NumPy sees an array through ``__array__``.
+    """
+
+    def __init__(self, base: np.ndarray, index: np.ndarray):
+        self.base = base
+        self.index = np.asarray(index, np.int64)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.index), self.base.shape[1])
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return StreamRows(self.base, self.index[key])
+        if isinstance(key, (int, np.integer)):
+            return self.base[self.index[key]]
+        return self.base[self.index[key]]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.base[self.index]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
 TRACE_COLUMNS = ("t", "row", "doc_id", "benchmark", "model", "explored", "feedback",
                  "shat_served", "s_used", "satisfied", "cost", "q", "v")
 
@@ -122,8 +157,8 @@ class Simulation:
         self.delay = plan.delay
         self._arrivals: dict[int, list[int]] = {}
         self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed)
-        # the stream in serving order, gathered once; each step passes the rest as lookahead
-        self._stream_x = emb[self.order]
+        # the stream in serving order, as a view (no copy); each step passes the rest as lookahead
+        self._stream_x = StreamRows(emb, self.order)
         self._stream_costs = np.ascontiguousarray(data.costs[self.order])
         n = data.n_requests
         self._model = np.zeros(n, np.int64)

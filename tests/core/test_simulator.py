@@ -155,3 +155,23 @@ def test_feedback_config_type_is_checked():
         SimulationConfig(RouterConfig(alpha=0.5), feedback="bursty")
     with pytest.raises(ValueError, match="on_fraction"):
         SimulationConfig(RouterConfig(alpha=0.5), feedback_rate=0.9, feedback=FeedbackConfig(kind="bursty"))
+
+
+@pytest.mark.parametrize("mode", ["paper", "guarded"])
+def test_the_stream_view_gives_the_numbers_of_a_gathered_copy(data_and_x, mode):
+    """The run reads rows through a view of the embeddings in serving order instead of a
+    second copy of the matrix; the numbers must not change."""
+    from slarouter_core.simulator import StreamRows
+
+    data, X = data_and_x
+    cfg = SimulationConfig(RouterConfig(alpha=0.6, mode=mode), seed=9)
+    view = Simulation(data, X, cfg)
+    assert isinstance(view._stream_x, StreamRows) and not np.shares_memory(np.asarray(view._stream_x[:5]), X)
+    copy = Simulation(data, X, cfg)
+    copy._stream_x = np.asarray(copy._stream_x)  # the old behaviour: a gathered copy
+    for sim in (view, copy):
+        while not sim.done:
+            sim.step(250)
+    a, b = view.arrays(), copy.arrays()
+    for k in ("model", "q", "s_used", "shat_served", "feedback"):
+        assert np.array_equal(a[k], b[k]), k
