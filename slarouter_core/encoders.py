@@ -586,19 +586,9 @@ def embed_parallel(texts: Sequence[str], encoder: str, cache_dir: str | Path | N
             if progress:
                 progress(done, len(todo))
         return done
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("backend 'ray' needs Ray: install the optional extra (pip install 'slarouter[ray]')") from None
-    started = False
-    if not ray.is_initialized():
-        kwargs: dict = {"include_dashboard": False, "log_to_driver": False}
-        if ray_address:
-            kwargs["address"] = ray_address
-        else:
-            kwargs["num_cpus"] = n_jobs
-        ray.init(**kwargs)
-        started = True
+    from .ray_backend import start_ray
+
+    ray, started = start_ray(ray_address, n_jobs)
     try:
         remote = ray.remote(num_cpus=1)(_embed_chunk)
         pending = [remote.remote(c, encoder, root) for c in chunks]

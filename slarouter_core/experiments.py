@@ -542,19 +542,9 @@ def run_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig = GridCon
 
 
 def _run_ray(tasks, payloads, n_jobs: int, address: str | None, finished, on_error: str) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("backend 'ray' needs Ray: install the optional extra (pip install 'slarouter[ray]')") from None
-    started = False
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        if address:
-            kwargs["address"] = address
-        else:
-            kwargs["num_cpus"] = n_jobs
-        ray.init(**kwargs)
-        started = True
+    from .ray_backend import start_ray
+
+    ray, started = start_ray(address, n_jobs)
     try:
         remote = ray.remote(num_cpus=1)(_run_indexed)
         refs = {key: ray.put(p) for key, p in payloads.items()}
