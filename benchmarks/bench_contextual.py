@@ -43,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.baselines import static_mixture_lp  # noqa: E402
-from slarouter_core.data import RoutingData, midpoint_alpha  # noqa: E402
+from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.encoders import embed_texts  # noqa: E402
 from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
@@ -73,11 +73,9 @@ def one_run(data: RoutingData, X: np.ndarray, cfg: RouterConfig, rate: float, se
 
 def with_costs_swapped(data: RoutingData, i: int, j: int) -> RoutingData:
     frame = data.frame.copy()
-    a, b = data.models[i], data.models[j]
-    col = data.cost_metric if hasattr(data, "cost_metric") else "energy_joules"
-    frame[f"{a}_{col}"], frame[f"{b}_{col}"] = data.frame[f"{b}_{col}"].to_numpy(), data.frame[f"{a}_{col}"].to_numpy()
-    from slarouter_core.data import from_frame
-    return from_frame(frame)
+    a, b = (f"{data.models[k]}_{data.cost_metric}" for k in (i, j))
+    frame[a], frame[b] = data.frame[b].to_numpy(), data.frame[a].to_numpy()
+    return from_frame(frame, cost=data.cost_metric)
 
 
 def run_scenario(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, ctx: ContextualConfig,

@@ -70,7 +70,9 @@ MEET_SHARE = 0.9
 
 
 def resolve_alpha(alpha: float | str, data: RoutingData | None) -> float:
-    """A number in (0, 1), or a rule of :data:`ALPHA_RULES` ('midpoint', 'paper')."""
+    """A number in (0, 1), or a rule of :data:`ALPHA_RULES` ('midpoint', 'paper').
+
+    ``data`` None only validates: a valid rule name then gives 0.5 as a stand-in."""
     rules = "', '".join(ALPHA_RULES)
     if isinstance(alpha, str):
         if alpha in ALPHA_RULES:

@@ -38,8 +38,8 @@ for every model, so a model written off early can come back.
 
 ``z`` is 2.0, not 1.28 (a one-sided 90% bound), because the controller ends a finite
 stream slightly behind its own bound (a shortfall is always being repaid when the stream
-stops): at 1.28 the whole-stream satisfaction met alpha in only 11 to 15 of 20 seeds on
-the mixed Llama-3 stream, at 2.0 in 18 (docs/IMPROVED.md).
+stops): with z = 0 it met alpha in 3 to 7 of 10 seeds (the ``margin`` ablation,
+docs/RESULTS.md), at 2.0 in 19 to 20 of 20 on the demo and the mixed Llama-3 stream.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from .base import PolicyStep, exploration_probability
 _PRICE_CAP = 1e9
 #: posterior draws per fallback step to estimate each model's probability of being best
 _BEST_DRAWS = 64
-FALLBACKS = ("thompson", "level", "mean", "request")
+FALLBACKS = ("thompson", "level", "request")
 
 
 @dataclass(frozen=True)
@@ -85,15 +85,13 @@ class ContextualConfig:
       labels of request-blind choices (exploration and this fallback itself; they are not
       selected by the text, though the fallback's own are by time: it lasts while the
       certificate is behind); ``"request"``: each request's best-predicted model (its
-      noisy per-request differences cannot repay a shortfall reliably: the ablation);
-      ``"mean"``: one model for every request, the best by the predictor's mean over
-      recent requests (measured worse than ``"level"``: docs/IMPROVED.md).
+      noisy per-request differences cannot repay a shortfall reliably: the ablation).
     * ``commit``: in the ``"thompson"`` fallback, serve the model with the best posterior
       mean once its posterior probability of being the best reaches ``commit`` (estimated
       from 64 draws); below that, serve a posterior draw's best (1 = always sample). Pure
       sampling keeps serving a model a few points worse a fifth of the time when the
       gap is small, which the SLA cannot afford on a short stream.
-    * ``optimism``: in the ``"level"``, ``"mean"`` and ``"request"`` fallbacks, each
+    * ``optimism``: in the ``"level"`` and ``"request"`` fallbacks, each
       model's level gets an upper-confidence bonus of
       ``optimism`` posterior standard deviations, ``sqrt(p (1 - p) / (labels_m + 1))``, so
       that a model unlucky on its first labels is tried again (0 = greedy). A UCB1 bonus
@@ -149,7 +147,7 @@ class ContextualConfig:
         return cls(**(d or {}))
 
 
-#: each part's ablation (docs/IMPROVED.md; ``benchmarks/bench_contextual.py --ablate``)
+#: each part's ablation (docs/IMPROVED.md lists them; the ``--ablate`` option of the contextual script)
 CONTEXTUAL_SWITCHES: dict[str, dict] = {
     "text": {"text": False},
     "margin": {"z": 0.0},
@@ -267,15 +265,16 @@ class ContextualPolicy:
         self.b = np.zeros(self.M)
         self.version = 0
         self.next_fit = cfg.min_labels
-        self.lab_x = np.zeros((0, self.D), np.float32)
-        self.lab_m = np.zeros(0, np.int64)
-        self.lab_y = np.zeros(0, np.float64)
+        # the newest ``max_labels`` labels, a ring buffer (``lab_n`` labels written so far)
+        self.lab_x = np.zeros((cfg.max_labels, self.D), np.float32)
+        self.lab_m = np.zeros(cfg.max_labels, np.int64)
+        self.lab_y = np.zeros(cfg.max_labels, np.float64)
+        self.lab_n = 0
         self.ref_x = np.zeros((cfg.window, self.D), np.float32)
         self.ref_c = np.zeros((cfg.window, self.M))
         self.ref_n = 0
         self.lam = _PRICE_CAP
         self.tau = 1.0
-        self.mean_p = np.full(self.M, 0.5)
         self.t = 0
         # steps served without feedback yet: t -> (model, prediction, x)
         self.pending: OrderedDict[int, tuple[int, float, np.ndarray]] = OrderedDict()
@@ -289,14 +288,22 @@ class ContextualPolicy:
         z = X.astype(np.float64) @ self.W + self.b
         return 1.0 / (1.0 + np.exp(-z))
 
+    def labels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The kept labels ``(x, model, y)``, oldest first."""
+        cap = self.config.max_labels
+        if self.lab_n <= cap:
+            n = self.lab_n
+            return self.lab_x[:n], self.lab_m[:n], self.lab_y[:n]
+        order = np.roll(np.arange(cap), -(self.lab_n % cap))
+        return self.lab_x[order], self.lab_m[order], self.lab_y[order]
+
     def _refit(self) -> None:
         cfg = self.config
-        y = self.lab_y
+        X, m, y = self.labels()
         if y.min() == y.max():  # one class only: keep the levels
             return
         if cfg.text:
-            theta = fit_multitask_logistic(self.lab_x, self.lab_m, y, self.M, cfg.c_shared,
-                                           cfg.c_model, self.theta)
+            theta = fit_multitask_logistic(X, m, y, self.M, cfg.c_shared, cfg.c_model, self.theta)
             D, M = self.D, self.M
             w = theta[:D]
             d = theta[D:D + D * M].reshape(M, D) if cfg.c_model > 0 else np.zeros((M, D))
@@ -310,11 +317,13 @@ class ContextualPolicy:
         self.version += 1
 
     # -- the certificate ----------------------------------------------------------
+    def _bound_count(self) -> float:
+        """Lower confidence bound on the number of satisfied steps so far."""
+        return self.dr_sum - self.config.z * math.sqrt(self.var_sum)
+
     def lower_bound(self) -> float:
         """Lower confidence bound on the satisfied share of the steps served so far."""
-        if self.t == 0:
-            return 0.0
-        return (self.dr_sum - self.config.z * math.sqrt(self.var_sum)) / self.t
+        return self._bound_count() / self.t if self.t else 0.0
 
     def estimate(self) -> float:
         """Point estimate of the satisfied share so far (doubly robust)."""
@@ -323,18 +332,15 @@ class ContextualPolicy:
     def decision_queue(self) -> float:
         """The certified shortfall ``max(0, alpha * t - LCB_t)`` in requests (the
         quantity the target repays; 0 when the bound clears alpha)."""
-        short = self.alpha * self.t - (self.dr_sum - self.config.z * math.sqrt(self.var_sum))
-        return max(0.0, short)
+        return max(0.0, self.alpha * self.t - self._bound_count())
 
     # -- the rule -----------------------------------------------------------------
     def _replan(self, t: int) -> None:
         cfg = self.config
-        shortfall = self.alpha * (t - 1) - (self.dr_sum - cfg.z * math.sqrt(self.var_sum))
+        shortfall = self.alpha * (t - 1) - self._bound_count()
         self.tau = self.alpha + shortfall / max(cfg.h_min, cfg.h * t)
         n = min(self.ref_n, cfg.window)
-        P = self.predict(self.ref_x[:n])
-        self.mean_p = P.mean(axis=0)
-        self.lam = price_for_target(P, self.ref_c[:n], self.tau)
+        self.lam = price_for_target(self.predict(self.ref_x[:n]), self.ref_c[:n], self.tau)
 
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float,
                u_choice: float) -> PolicyStep:
@@ -359,8 +365,6 @@ class ContextualPolicy:
                 # commit to the model that is probably best; sample while it is unclear
                 base = mean if best.max() >= cfg.commit else draws[0]
                 n = np.full(self.M, np.inf)  # no bonus on top
-            elif cfg.fallback == "mean":  # one model for every request: the best on average
-                n, base = self.cnt, self.mean_p
             elif cfg.fallback == "level":  # one model for every request, by its blind labels
                 n = self.blind_cnt
                 base = (self.blind_pos + 1.0) / (n + 2.0)
@@ -420,9 +424,9 @@ class ContextualPolicy:
         self.r2_n += 1
         self.pos[m] += y
         self.cnt[m] += 1
-        self.lab_x = np.concatenate([self.lab_x, np.asarray(x, np.float32)[None]])[-cfg.max_labels:]
-        self.lab_m = np.append(self.lab_m, m)[-cfg.max_labels:]
-        self.lab_y = np.append(self.lab_y, y)[-cfg.max_labels:]
+        i = self.lab_n % cfg.max_labels
+        self.lab_x[i], self.lab_m[i], self.lab_y[i] = x, m, y
+        self.lab_n += 1
         if self.n_feedback >= self.next_fit:
             self._refit()
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
@@ -430,13 +434,15 @@ class ContextualPolicy:
     # -- checkpoints ----------------------------------------------------------------
     _SCALARS = ("n_feedback", "dr_sum", "var_sum", "r2_sum", "r2_n", "version", "next_fit",
                 "ref_n", "lam", "tau", "t")
-    _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "mean_p", "W", "b", "lab_x", "lab_m", "lab_y", "ref_x", "ref_c")
+    _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c")
+    _LABELS = ("lab_x", "lab_m", "lab_y")
 
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
         meta["fitted"] = self.theta is not None
         meta["pending"] = [[t, m, repr(p), b] for t, (m, p, _, b) in self.pending.items()]
         arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS}
+        arrays.update({f"contextual.{k}": np.ascontiguousarray(a) for k, a in zip(self._LABELS, self.labels())})
         if self.theta is not None:
             arrays["contextual.theta"] = np.ascontiguousarray(self.theta)
         arrays["contextual.pending_x"] = (np.stack([x for (_, _, x, _) in self.pending.values()])
@@ -454,6 +460,13 @@ class ContextualPolicy:
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
                 raise ValueError(f"contextual state {k} is not finite")
             setattr(self, k, a)
+        kept = [np.array(arrays[f"contextual.{k}"]) for k in self._LABELS]
+        if not np.all(np.isfinite(kept[0])) or not np.all(np.isfinite(kept[2])):
+            raise ValueError("contextual state labels are not finite")
+        n = len(kept[2])
+        for k, a in zip(self._LABELS, kept):  # oldest first into the ring's first slots
+            getattr(self, k)[:n] = a
+        self.lab_n = n
         self.theta = np.array(arrays["contextual.theta"]) if meta.get("fitted") else None
         px = np.array(arrays["contextual.pending_x"], np.float32)
         self.pending = OrderedDict((int(t), (int(m), float(p), px[i], bool(b)))

@@ -124,7 +124,6 @@ def test_whole_chunked_and_per_request_runs_are_identical():
 def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path):
     data, X = zoo(700, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
     cfg = contextual(0.8)
-    rng = np.random.default_rng(0)
     C = data.costs
 
     def serve(r, rows, log):
@@ -149,7 +148,6 @@ def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path):
     serve(b, range(400, 700), log_b)
     assert log_a == log_b
     assert a.certified_lower_bound() == b.certified_lower_bound()
-    del rng
 
 
 def test_checkpoint_with_non_finite_state_does_not_load(tmp_path):
