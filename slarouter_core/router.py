@@ -531,7 +531,9 @@ class SLARouter:
 
     def _policy_run_block(self, X, costs, feedback, n: int) -> BlockTrace:
         """A policy plug-in's batched path: the per-request rule itself, so whole, chunked
-        and per-request runs are identical by construction."""
+        and per-request runs are identical by construction. The trace's ``q`` is the
+        policy's ``decision_queue()`` (contextual: its certified shortfall), while each
+        ``Decision.q`` is the price its scores use."""
         fb = np.asarray(feedback[:n])
         out = {k: np.zeros(n, dt) for k, dt in (("model", np.int64), ("explored", bool), ("feedback", np.int8),
                                                  ("shat_served", np.float64), ("s_used", np.float64),
