@@ -12,7 +12,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from ..live import MAX_POINTS, RATIO_WINDOW, ChartFrame, _line_spec, _long
+from ..live.charts import MAX_POINTS, RATIO_WINDOW, ChartFrame, _line_spec, _long
 from ..metrics import running_mean, thin_indices
 
 

@@ -1,0 +1,30 @@
+"""UI-free pieces of the dashboard: settings that travel in a URL (``settings``), tables
+and units (``tables``), chart specs and colours (``charts``, ``experiment_charts``), a
+live run of routers side by side (``run``), a hand-feedback session (``hand``) and an
+encoder that loads lazily (``lazy_encoder``).
+
+Nothing here imports Streamlit: the pages only read widgets, call these objects and draw
+what they return. Every object that learns (router, queue, trace) is created per user
+session by the caller; nothing here is shared between sessions.
+"""
+
+from ..router import MODES as ROUTER_MODES
+from .charts import (FAST_RENDER, MAX_POINTS, METHOD_COLORS, RATIO_WINDOW, REFERENCE_COLORS, ROUTER_COLORS,
+                     SPARE_COLORS, ChartFrame, color_encoding, model_colors, series_color)
+from .experiment_charts import ALPHA_LABEL, comparison_chart, sweep_charts
+from .hand import HandRequest, HandSession
+from .lazy_encoder import LazyEncoder
+from .run import LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, Q_LABEL, REFERENCES, V_NOTE, LiveRun
+from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, DataSpec, RunSettings, clamp_setting,
+                       feedback_model_choices, feedback_model_fields, parse_numbers, settings_from_query,
+                       settings_json, settings_method_params, settings_to_query)
+from .tables import benchmark_table, display_scale, human_cost, zoo_table
+
+__all__ = ["ROUTER_MODES", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_WINDOW", "REFERENCE_COLORS",
+           "ROUTER_COLORS", "SPARE_COLORS", "ChartFrame", "color_encoding", "model_colors", "series_color",
+           "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandSession", "LazyEncoder",
+           "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "Q_LABEL", "REFERENCES", "V_NOTE", "LiveRun",
+           "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "SOURCES", "DataSpec", "RunSettings", "clamp_setting",
+           "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
+           "settings_json", "settings_method_params", "settings_to_query", "benchmark_table", "display_scale",
+           "human_cost", "zoo_table"]

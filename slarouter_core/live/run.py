@@ -1,0 +1,350 @@
+"""A live run: several routers streamed side by side on one request order and feedback
+plan, with the static mixture and the oracle as references, drawn as thinned chart frames."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..baselines import clairvoyant_oracle, static_mixture_lp
+from ..data import RoutingData
+from ..metrics import running_mean, thin_indices
+from ..router import MODES as ROUTER_MODES
+from ..router import NO_FEEDBACK
+from ..simulator import Simulation
+from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, ChartFrame, _chart_spec, _long, _long_parts,
+                     color_encoding)
+from .settings import RunSettings
+from .tables import display_scale
+
+#: the two references drawn beside the routers
+REFERENCES = ("static mixture", "oracle")
+#: Live run records each router's own lower confidence bound every this many requests
+LCB_EVERY = 250
+#: the clairvoyant oracle (an LP over every request and model) is drawn up to this size
+#: (requests x models); up to ORACLE_SYNC_CELLS it is solved before the first chart (well
+#: under a second), above in a background thread (the 30,000 x 4 benchmark stream: ~5 s)
+ORACLE_MAX_CELLS = 2_000_000
+ORACLE_SYNC_CELLS = 50_000
+Q_LABEL = {"paper": "virtual queue Q", "guarded": "decision queue (Q plus its margin)",
+           "contextual": "certified shortfall"}
+V_NOTE = {"guarded": "guarded mode multiplies V by its v_scale ({scale:g}), so it shows {scale:g} times the "
+                     "V of the settings",
+          "contextual": "V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)"}
+
+
+class LiveRun:
+    """One session's streaming run: one :class:`Simulation` per router mode, side by side.
+
+    Every router gets the same data, embeddings, seed and feedback settings, hence the same
+    request order and feedback plan. The static mixture (the cheapest text-blind call mix
+    whose mean accuracy reaches alpha, costed on the same requests) and the clairvoyant
+    oracle (every label known) are the references. ``routers`` defaults to the settings'
+    single ``mode``; with one router its series is called ``SLARouter``.
+    """
+
+    def __init__(self, data: RoutingData, embeddings: np.ndarray, settings: RunSettings,
+                 routers: tuple[str, ...] | list[str] | None = None):
+        routers = tuple(routers) if routers else (settings.mode,)
+        if len(set(routers)) != len(routers) or any(m not in ROUTER_MODES for m in routers):
+            raise ValueError(f"routers must be distinct modes of {', '.join(ROUTER_MODES)}, got {routers!r}")
+        self.data = data
+        self.settings = settings
+        self.routers = routers
+        self.sims = {m: Simulation(data, embeddings, settings.simulation_config(data, m)) for m in routers}
+        self.sim = self.sims[routers[0]]
+        self.alpha = self.sim.config.router.alpha
+        self.labels = {m: (m if len(routers) > 1 else "SLARouter") for m in routers}
+        self._lcb: dict[str, tuple[list[int], list[float]]] = {m: ([], []) for m in routers}
+        order = self.sim.order
+        costs = np.asarray(data.costs[order], np.float64)  # stream order
+        acc = data.solved.mean(axis=0)
+        self.mixture_fractions, _, self.mixture_feasible = static_mixture_lp(acc, data.costs.mean(axis=0),
+                                                                             self.alpha)
+        self._mix_cum = np.cumsum(costs @ self.mixture_fractions)
+        top = np.flatnonzero(acc >= acc.max() - 1e-12)
+        self.best_model = int(top[np.argmin(data.costs.mean(axis=0)[top])])
+        self._best_cum = np.cumsum(costs[:, self.best_model])
+        self._single_cum = np.cumsum(costs, axis=0)
+        mean_cost = data.costs.mean(axis=0)
+        grid = np.linspace(acc.min(), acc.max(), 21)
+        self._frontier = np.array([[static_mixture_lp(acc, mean_cost, float(a))[1], a] for a in grid])
+        self._oracle_cum: np.ndarray | None = None
+        self._oracle_sat: np.ndarray | None = None
+        cells = data.n_requests * data.n_models
+        if cells <= ORACLE_SYNC_CELLS:
+            self._oracle(embeddings)
+        elif cells <= ORACLE_MAX_CELLS:  # seconds of LP: the charts add its line once it is solved
+            threading.Thread(target=self._oracle, args=(embeddings,), daemon=True, name="live-oracle").start()
+
+    def _oracle(self, embeddings: np.ndarray) -> None:
+        data, cfg = self.data, self.sim.config
+        oracle = clairvoyant_oracle(data, embeddings, self.alpha, cfg.seed, cfg.feedback_rate, feedback=cfg.feedback)
+        route = np.empty(data.n_requests, np.int64)
+        route[oracle.order] = oracle.model
+        order = self.sim.order
+        self._oracle_sat = np.cumsum(data.solved[order, route[order]])
+        self._oracle_cum = np.cumsum(data.costs[order, route[order]])
+
+    @property
+    def t(self) -> int:
+        return min(s.t for s in self.sims.values())
+
+    @property
+    def n_requests(self) -> int:
+        return self.sim.n_requests
+
+    @property
+    def done(self) -> bool:
+        return all(s.done for s in self.sims.values())
+
+    def step(self, n: int | None = None) -> int:
+        """Serve the next ``n`` (default: a tick) requests with every router."""
+        n = self.settings.per_tick if n is None else int(n)
+        served = 0
+        for m, sim in self.sims.items():
+            a = sim.t
+            end = min(a + max(n, 0), sim.n_requests)
+            if m == "paper":  # claims no bound: one block
+                sim.step(end - a)
+            while sim.t < end:
+                sim.step(min(LCB_EVERY - sim.t % LCB_EVERY, end - sim.t))
+                ts, vs = self._lcb[m]
+                ts.append(sim.t)
+                vs.append(sim.router.certified_lower_bound())
+            served = max(served, sim.t - a)
+        return served
+
+    def v_note(self, mode: str) -> str:
+        note = V_NOTE.get(mode, "")
+        return note.format(scale=self.sims[mode].config.router.v_scale) if note else ""
+
+    def router_headline(self, mode: str) -> dict[str, Any]:
+        """One router's satisfaction against alpha, cost as a multiple of the static mixture,
+        cost saved against the most accurate model, V, Q and its own lower bound."""
+        sim = self.sims[mode]
+        k = sim.t
+        scale, unit = display_scale(self.data.cost_unit)
+        rcfg = sim.config.router
+        out: dict[str, Any] = {"mode": mode, "label": self.labels[mode], "color": ROUTER_COLORS[mode],
+                               "q_label": Q_LABEL[mode], "v_note": self.v_note(mode),
+                               "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit}
+        if k == 0:
+            v = sim.router.current_v() * (rcfg.v_scale if mode == "guarded" else 1.0)
+            return {**out, "served": 0, "cost": 0.0, "cost_raw": 0.0, "cost_unit": unit,
+                    "satisfaction": float("nan"), "sla": "not started", "v": v, "q": 0.0, "explored": 0,
+                    "feedback": 0, "vs_mixture": float("nan"), "saved": 0.0, "saved_share": float("nan"),
+                    "lcb": float("nan")}
+        s = sim.summary()
+        cost = float(s.operating_cost)
+        best = float(self._best_cum[k - 1])
+        return {**out, "served": k, "cost": cost / scale, "cost_raw": cost, "cost_unit": unit,
+                "satisfaction": s.satisfaction, "sla": "met" if s.sla_met else "missed", "v": s.final_v,
+                "q": s.final_q, "explored": s.explored, "feedback": s.feedback,
+                "vs_mixture": cost / float(self._mix_cum[k - 1]) if self._mix_cum[k - 1] > 0 else float("nan"),
+                "saved": best - cost, "saved_share": (best - cost) / best if best > 0 else float("nan"),
+                "lcb": sim.router.certified_lower_bound()}
+
+    def headline(self) -> dict[str, Any]:
+        """Requests served and, per router (``routers``), its headline; the first router's
+        cost, satisfaction, SLA, V and Q also at the top level."""
+        per = [self.router_headline(m) for m in self.routers]
+        first = per[0]
+        return {"served": self.t, "total": self.n_requests, "alpha": self.alpha, "cost_unit": first["cost_unit"],
+                **{k: first[k] for k in ("cost", "satisfaction", "sla", "v", "q", "explored", "feedback")},
+                "routers": per}
+
+    def _colors(self, names: list[str], title: str | None, columns: int | None = None) -> dict:
+        enc = color_encoding("series", names, self.data.models, title, columns)
+        for m, label in self.labels.items():  # "SLARouter" (one router) keeps its mode's colour
+            enc["scale"]["range"][names.index(label)] = ROUTER_COLORS[m]
+        return enc
+
+    def charts(self, max_points: int | None = None) -> list[ChartFrame]:
+        """The streaming charts, each series thinned to about ``max_points`` (default
+        ``MAX_POINTS`` shared by the routers, so a redraw costs about the same with three
+        routers as with one): queue, cost, satisfaction (keys as named), the call ratio per
+        router (``ratio`` for the first, ``ratio:<mode>`` for the others) and ``events``."""
+        if max_points is None:
+            max_points = max(500, MAX_POINTS // len(self.routers))
+        k = self.t
+        n = self.n_requests
+        idx = thin_indices(k, max_points)
+        t = idx + 1
+        rows = self.sim.order[:k]
+        scale, unit = display_scale(self.data.cost_unit)
+        labels = [self.labels[m] for m in self.routers]
+        multi = len(self.routers) > 1
+
+        def upto(values: list[np.ndarray]) -> list[float]:
+            top = max((float(np.nanmax(v)) for v in values if len(v)), default=0.0)
+            return [0.0, top * 1.05 if top > 0 else 1.0]
+        out = []
+
+        qs = {self.labels[m]: self.sims[m]._q[:k][idx] for m in self.routers}
+        out.append(ChartFrame("queue", _long(t, qs),
+                              _chart_spec("Virtual queue Q_t" + (" (contextual: certified shortfall)"
+                                                                 if "contextual" in self.routers else ""),
+                                         "Q", self._colors(labels, "router" if multi else None), n,
+                                         y_domain=upto(list(qs.values())))))
+
+        oracle = self._oracle_cum
+        ref = thin_indices(k, max(2, max_points // 8))
+        parts = [(self.labels[m], t, np.cumsum(self.data.costs[rows, self.sims[m]._model[:k]])[idx] / scale)
+                 for m in self.routers]
+        if k:
+            parts.append(("static mixture", ref + 1, self._mix_cum[ref] / scale))
+            if oracle is not None:
+                parts.append(("oracle", ref + 1, oracle[ref] / scale))
+            parts += [(f"only {mname}", ref + 1, self._single_cum[ref, j] / scale)
+                      for j, mname in enumerate(self.data.models)]
+        names = labels + ["static mixture"] + (["oracle"] if oracle is not None else []) \
+            + [f"only {mname}" for mname in self.data.models]
+        dash = {"field": "series", "type": "nominal", "legend": None,
+                "scale": {"domain": names, "range": [[1, 0] if nm in labels else [6, 3] if nm in REFERENCES
+                                                     else [2, 2] for nm in names]}}
+        out.append(ChartFrame("cost", _long_parts(parts),
+                              _chart_spec(f"Cumulative operating cost ({unit})", unit,
+                                         self._colors(names, "router, references, single models", columns=3), n,
+                                         y_domain=upto([p[2] for p in parts]), dash=dash)))
+
+        sat_parts, lo = [], []
+        for m in self.routers:
+            sim = self.sims[m]
+            sat = self.data.solved[rows, sim._model[:k]]
+            sat_parts.append((self.labels[m], t, running_mean(sat)[idx]))
+            ts, vs = self._lcb[m]
+            band = np.full(len(t), np.nan, np.float32)
+            if ts and m != "paper":
+                tt, vv = np.asarray(ts, float), np.asarray(vs, float)
+                ok = np.isfinite(vv)
+                if ok.any():
+                    band = np.interp(t, tt[ok], vv[ok]).astype(np.float32)
+                    band[t < tt[ok][0]] = np.nan
+            lo.append(band)
+        sat_frame = _long_parts(sat_parts)
+        sat_frame["lo"] = np.concatenate(lo).astype(np.float32) if lo else np.zeros(0, np.float32)
+        out.append(ChartFrame("satisfaction", sat_frame,
+                              _chart_spec("Running request satisfaction" + (
+                                  " (band: the router's own 90% lower bound)"
+                                  if any(m != "paper" for m in self.routers) else ""),
+                                         "satisfaction", self._colors(labels, "router" if multi else None), n,
+                                         rule=self.alpha, rule_label=f"alpha = {100 * self.alpha:.1f}%",
+                                         percent=True, y_domain=[0.0, 1.0], band=True)))
+
+        band_idx = thin_indices(k, max(2, max_points // 4))
+        lo_w = np.maximum(0, band_idx + 1 - RATIO_WINDOW)
+        width = (band_idx + 1 - lo_w)[:, None]
+        for i, m in enumerate(self.routers):
+            model = self.sims[m]._model[:k]
+            counts = np.zeros((k + 1, self.data.n_models), np.int64)
+            if k:
+                np.cumsum(np.eye(self.data.n_models, dtype=np.int64)[model], axis=0, out=counts[1:])
+            share = (counts[band_idx + 1] - counts[lo_w]) / np.maximum(width, 1)
+            upper = np.cumsum(share, axis=1)  # bands stacked cheapest first
+            ratio = _long(band_idx + 1, {mname: upper[:, j] for j, mname in enumerate(self.data.models)})
+            ratio["lo"] = (ratio["value"].to_numpy() - share.T.reshape(-1)).astype(np.float32)
+            title = f"Model call ratio{', ' + m if multi else ''} (last {RATIO_WINDOW} requests)"
+            out.append(ChartFrame("ratio" if i == 0 else f"ratio:{m}", ratio,
+                                  _chart_spec(title, "share of calls",
+                                             color_encoding("series", list(self.data.models), self.data.models,
+                                                            "model (cheapest first)"),
+                                             n, area=True, percent=True, y_domain=[0.0, 1.0])))
+
+        kinds = ["exploration", "feedback"] + ([] if multi else ["predictor update"])
+        events, names = [], []
+        for m in self.routers:
+            sim = self.sims[m]
+            explored = sim._explored[:k]
+            fb = sim._feedback[:k] != NO_FEEDBACK
+            for label, mask in (("exploration", explored), ("feedback", fb), ("predictor update", explored & fb)):
+                if label not in kinds:
+                    continue
+                pos = np.flatnonzero(mask)
+                pos = pos[thin_indices(len(pos), max(2, max_points // 2))]
+                events.append((pos + 1).astype(np.int32))
+                names.append(f"{m}: {label}" if multi else label)
+        ev = pd.DataFrame({
+            "t": np.concatenate(events),
+            "event": pd.Categorical.from_codes(np.repeat(np.arange(len(names), dtype=np.int8),
+                                                         [len(e) for e in events]), categories=names)})
+        if multi:
+            ev["router"] = pd.Categorical(ev["event"].astype(str).str.split(":").str[0], categories=list(self.routers))
+            color = color_encoding("router", list(self.routers), title=None)
+        else:
+            color = {"field": "event", "type": "nominal", "legend": None}
+        spec = {"title": "Where exploration and feedback happened", "height": {"step": 30 if multi else 34},
+                "mark": {"type": "tick", "thickness": 1.5, "opacity": 0.8},
+                "encoding": {"x": {"field": "t", "type": "quantitative", "title": "request",
+                                   "scale": {"domain": [0, max(n, 1)]}},
+                             "y": {"field": "event", "type": "nominal", "title": None,
+                                   "scale": {"domain": names}, "sort": names},
+                             "color": color}}
+        out.append(ChartFrame("events", ev, spec))
+        return out
+
+    def tradeoff_chart(self) -> ChartFrame:
+        """Cost per request against satisfaction: each router a point that moves as the run
+        goes on; the single models (whole data), the static-mixture frontier (the cheapest
+        text-blind mix for each target) and the oracle so far stay put or trail below."""
+        k = self.t
+        data = self.data
+        oracle, oracle_sat = self._oracle_cum, self._oracle_sat  # set by a thread: sat first
+        acc, mean_cost = data.solved.mean(axis=0), data.costs.mean(axis=0)
+        pts: list[tuple[str, float, float]] = [(m, float(mean_cost[j]), float(acc[j]))
+                                               for j, m in enumerate(data.models)]
+        for m in self.routers:
+            if k:
+                a = self.sims[m]
+                pts.append((self.labels[m], float(data.costs[a.order[:k], a._model[:k]].mean()),
+                            float(data.solved[a.order[:k], a._model[:k]].mean())))
+        if oracle is not None and oracle_sat is not None and k:
+            pts.append(("oracle", float(oracle[k - 1] / k), float(oracle_sat[k - 1] / k)))
+        frame = pd.DataFrame({"series": [p[0] for p in pts], "cost": np.array([p[1] for p in pts], np.float64),
+                              "satisfaction": np.array([p[2] for p in pts], np.float64), "kind": "point"})
+        front = pd.DataFrame({"series": "static mixture", "cost": self._frontier[:, 0],
+                              "satisfaction": self._frontier[:, 1], "kind": "frontier"})
+        frame = pd.concat([frame, front], ignore_index=True)
+        names = [self.labels[m] for m in self.routers] + ["static mixture"] \
+            + (["oracle"] if oracle is not None else []) + list(data.models)
+        color = self._colors(names, None)
+        lo, hi = float(np.min(mean_cost)), float(np.max(mean_cost))
+        x = {"field": "cost", "type": "quantitative", "title": f"mean cost per request ({data.cost_unit}, log)",
+             "scale": {"type": "log", "domain": [lo / 1.5, hi * 1.5]}}
+        sats = np.concatenate([frame["satisfaction"].to_numpy(float), [float(self.alpha)]])
+        y = {"field": "satisfaction", "type": "quantitative", "title": "satisfaction", "axis": {"format": "%"},
+             "scale": {"domain": [max(0.0, float(np.nanmin(sats)) - 0.03), min(1.0, float(np.nanmax(sats)) + 0.03)]}}
+        one = {"values": [{"rule": float(self.alpha), "label": f"alpha = {100 * self.alpha:.1f}%"}]}
+        spec = {"title": "Cost against satisfaction (routers move; models and the static-mixture line stay)",
+                "height": 260, "layer": [
+                    {"transform": [{"filter": "datum.kind == 'frontier'"}],
+                     "mark": {"type": "line", "strokeDash": [6, 3], "clip": True},
+                     "encoding": {"x": x, "y": y, "color": color, "order": {"field": "satisfaction"}}},
+                    {"transform": [{"filter": "datum.kind == 'point'"}],
+                     "mark": {"type": "point", "filled": True, "size": 110, "clip": True},
+                     "encoding": {"x": x, "y": y, "color": color,
+                                  "tooltip": [{"field": "series"}, {"field": "cost", "format": ".4g"},
+                                              {"field": "satisfaction", "format": ".1%"}]}},
+                    {"transform": [{"filter": "datum.kind == 'point'"}],
+                     "mark": {"type": "text", "align": "left", "dx": 7, "dy": -7, "fontSize": 11},
+                     "encoding": {"x": x, "y": y, "text": {"field": "series"}, "color": color}},
+                    {"data": one, "mark": {"type": "rule", "strokeDash": [6, 4], "color": "#c0392b"},
+                     "encoding": {"y": {"field": "rule", "type": "quantitative"}}}]}
+        return ChartFrame("tradeoff", frame, spec)
+
+    def trace_csv(self) -> bytes:
+        """Every request served so far; with several routers, one block per router (column
+        ``router``)."""
+        if len(self.routers) == 1:
+            return self.sim.trace().to_csv(index=False).encode("utf-8")
+        frames = []
+        for m in self.routers:
+            tr = self.sims[m].trace()
+            tr.insert(0, "router", m)
+            frames.append(tr)
+        return pd.concat(frames, ignore_index=True).to_csv(index=False).encode("utf-8")
+
+

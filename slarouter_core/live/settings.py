@@ -1,0 +1,276 @@
+"""Dashboard settings that travel in a URL: the data a session works on, the router and
+stream settings, one set of limits for URL and widgets, and the text-box parsers."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
+from ..feedback import KINDS, FeedbackConfig
+from ..router import MODES as ROUTER_MODES
+from ..router import RouterConfig
+from ..simulator import SimulationConfig
+
+ENCODER_CHOICES = ("minilm", "hashing")
+#: one set of limits for the URL and the widgets, (lowest, highest) per setting: a shared
+#: link with a value outside them is clamped to the nearest limit, with a message
+LIMITS: dict[str, tuple[float, float]] = {
+    "alpha": (0.001, 0.999), "c": (0.0, 100.0), "V": (1e-12, 1e6), "q_max": (1e-6, 1e6), "eps": (1e-9, 1.0),
+    "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000)}
+#: routers streamed side by side on Live run by default: the paper's rule against the
+#: contextual mode, on the same requests and feedback plan
+DEFAULT_ROUTERS = ("paper", "contextual")
+SOURCES = ("demo", "path", "upload")
+
+
+# -- settings ---------------------------------------------------------------------------
+def _num(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Which data the session works on: source, routing cost, benchmarks, encoder."""
+
+    source: str = "demo"
+    path: str = ""
+    cost: str = DEFAULT_COST
+    benchmarks: tuple[str, ...] = ()  # empty: all benchmarks
+    encoder: str = "minilm"
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {self.source!r}")
+        if self.source != "demo" and not str(self.path).strip():
+            raise ValueError(f"source {self.source!r} needs a file path")
+        if not isinstance(self.cost, str) or not self.cost.strip():
+            raise ValueError("cost must name a per-model metric such as 'energy_joules'")
+        if not isinstance(self.benchmarks, tuple) or not all(isinstance(b, str) for b in self.benchmarks):
+            raise ValueError("benchmarks must be a tuple of names")
+        if not isinstance(self.encoder, str) or not self.encoder.strip():
+            raise ValueError("encoder must be 'minilm', 'hashing' or 'hf:<id or path>'")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Router and stream settings shared by Live run, Feedback by hand and Experiments.
+
+    ``alpha=None`` means the data's midpoint alpha (halfway between the accuracies of the
+    two most expensive models). ``V`` is used when ``fixed_v``; otherwise V is data-driven
+    from ``q_max`` and ``eps``.
+    """
+
+    alpha: float | None = None
+    c: float = 0.1
+    fixed_v: bool = False
+    V: float = 1e-5
+    q_max: float = 30.0
+    eps: float = 0.001
+    feedback_rate: float = 0.2
+    seed: int = 42
+    per_tick: int = 200
+    feedback_model: str = "iid"
+    mode: str = "paper"
+    routers: tuple[str, ...] = DEFAULT_ROUTERS  # Live run: router modes side by side
+
+    def __post_init__(self) -> None:
+        if self.alpha is not None and not 0.0 < _num(self.alpha, "alpha") < 1.0:
+            raise ValueError(f"alpha must be strictly between 0 and 1, got {self.alpha!r}")
+        if _num(self.c, "c") < 0:
+            raise ValueError(f"c must be >= 0, got {self.c!r}")
+        for name in ("V", "q_max", "eps"):
+            if _num(getattr(self, name), name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0.0 <= _num(self.feedback_rate, "feedback_rate") <= 1.0:
+            raise ValueError(f"feedback rate must be in [0, 1], got {self.feedback_rate!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if isinstance(self.per_tick, bool) or not isinstance(self.per_tick, (int, np.integer)) \
+                or not 1 <= self.per_tick <= 100_000:
+            raise ValueError(f"requests per tick must be an integer in [1, 100000], got {self.per_tick!r}")
+        if not isinstance(self.fixed_v, bool):
+            raise ValueError("fixed_v must be True or False")
+        if self.mode not in ROUTER_MODES:
+            raise ValueError(f"router mode must be one of {', '.join(ROUTER_MODES)}, got {self.mode!r}")
+        if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
+                or any(m not in ROUTER_MODES for m in self.routers):
+            raise ValueError(f"routers must be one or more distinct modes of {', '.join(ROUTER_MODES)}, "
+                             f"got {self.routers!r}")
+
+    def resolved_alpha(self, data: RoutingData) -> float:
+        return float(self.alpha) if self.alpha is not None else midpoint_alpha(data)
+
+    def router_config(self, data: RoutingData, mode: str | None = None) -> RouterConfig:
+        return RouterConfig(alpha=self.resolved_alpha(data), c=float(self.c),
+                            V=float(self.V) if self.fixed_v else None,
+                            q_max=float(self.q_max), eps=float(self.eps), mode=mode or self.mode)
+
+    def simulation_config(self, data: RoutingData, mode: str | None = None) -> SimulationConfig:
+        """The simulation of router ``mode`` (default ``self.mode``); every mode gets the same
+        seed and feedback settings, so the same request order and feedback plan."""
+        extra = {}
+        if self.feedback_model != "iid":
+            extra = feedback_model_fields(self.feedback_model)
+        return SimulationConfig(self.router_config(data, mode), feedback_rate=float(self.feedback_rate),
+                                seed=int(self.seed), **extra)
+
+
+def clamp_setting(name: str, value: float) -> float:
+    """``value`` moved into ``LIMITS[name]`` (what a widget for it can show)."""
+    lo, hi = LIMITS[name]
+    return type(value)(min(max(value, lo), hi))
+
+
+def feedback_model_choices() -> tuple[str, ...]:
+    """Feedback models the core offers (``slarouter_core.feedback.KINDS``; ``iid`` first)."""
+    return ("iid",) + tuple(k for k in KINDS if k != "iid")
+
+
+def feedback_model_fields(name: str) -> dict:
+    """Extra ``SimulationConfig`` keywords selecting feedback model ``name`` (its defaults)."""
+    if name == "iid":
+        return {}
+    if name not in feedback_model_choices():
+        raise ValueError(f"unknown feedback model {name!r}: choose one of {', '.join(feedback_model_choices())}")
+    return {"feedback": FeedbackConfig(kind=name)}
+
+
+# query-parameter names of every setting (short, stable: they are part of shared links)
+_RUN_KEYS = {"alpha": "alpha", "c": "c", "fixed_v": "fixedV", "V": "V", "q_max": "qmax", "eps": "eps",
+             "feedback_rate": "rate", "seed": "seed", "per_tick": "tick", "feedback_model": "fbmodel",
+             "mode": "mode", "routers": "routers"}
+_DATA_KEYS = {"source": "src", "path": "path", "cost": "cost", "benchmarks": "bench", "encoder": "enc"}
+
+
+def settings_to_query(data: DataSpec, run: RunSettings) -> dict[str, str]:
+    """Both settings objects as URL query parameters (defaults left out)."""
+    out: dict[str, str] = {}
+    d0, r0 = DataSpec(), RunSettings()
+    for f, key in _DATA_KEYS.items():
+        v = getattr(data, f)
+        if v != getattr(d0, f):
+            out[key] = ",".join(v) if f == "benchmarks" else str(v)
+    for f, key in _RUN_KEYS.items():
+        v = getattr(run, f)
+        if v != getattr(r0, f):
+            if f == "routers":
+                out[key] = ",".join(v)
+            else:
+                out[key] = ("1" if v else "0") if isinstance(v, bool) else \
+                    (f"{v:g}" if isinstance(v, float) else str(v))
+    return out
+
+
+def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSettings, list[str]]:
+    """Settings from URL query parameters; each unusable parameter is skipped with a message."""
+    problems: list[str] = []
+    data_kw: dict[str, Any] = {}
+    run_kw: dict[str, Any] = {}
+    for f, key in _DATA_KEYS.items():
+        if key in params:
+            raw = str(params[key])
+            data_kw[f] = tuple(b for b in raw.split(",") if b) if f == "benchmarks" else raw
+    types = {fl.name: fl.type for fl in fields(RunSettings)}
+    for f, key in _RUN_KEYS.items():
+        if key not in params:
+            continue
+        raw = str(params[key]).strip()
+        try:
+            if f in ("feedback_model", "mode"):
+                run_kw[f] = raw
+            elif f == "routers":
+                run_kw[f] = tuple(m.strip() for m in raw.split(",") if m.strip())
+            elif f == "fixed_v":
+                if raw not in ("0", "1", "true", "false"):
+                    raise ValueError
+                run_kw[f] = raw in ("1", "true")
+            elif f in ("seed", "per_tick"):
+                run_kw[f] = int(raw)
+            else:
+                run_kw[f] = float(raw)
+        except ValueError:
+            problems.append(f"URL parameter {key}={raw!r} is not a valid {f} ({types[f]}); using the default.")
+            continue
+        # a usable value outside what the widgets offer is clamped to the nearest limit
+        # (values the router rejects, e.g. alpha = 1.5, fall back to the default below)
+        if f in LIMITS and math.isfinite(run_kw[f]):
+            try:
+                replace(RunSettings(), **{f: run_kw[f]})
+            except ValueError:
+                continue
+            lo, hi = LIMITS[f]
+            if not lo <= run_kw[f] <= hi:
+                near = clamp_setting(f, run_kw[f])
+                side = "above the highest" if run_kw[f] > hi else "below the lowest"
+                problems.append(f"URL parameter {key}={raw} is {side} allowed {f} ({near:g}); using {near:g}.")
+                run_kw[f] = near
+    return (_build(DataSpec, data_kw, _DATA_KEYS, problems), _build(RunSettings, run_kw, _RUN_KEYS, problems),
+            problems)
+
+
+def _build(cls, kw: dict, keys: dict, problems: list[str]):
+    """``cls(**kw)``; when that is invalid, each unusable field falls back to its default."""
+    try:
+        return cls(**kw)
+    except (ValueError, TypeError):
+        pass
+    obj = cls()
+    for f, v in kw.items():
+        try:
+            obj = replace(obj, **{f: v})
+        except (ValueError, TypeError) as exc:
+            problems.append(f"URL parameter {keys[f]}: {exc}; using the default.")
+    return obj
+
+
+def settings_json(data: DataSpec, run: RunSettings, resolved: RoutingData | None = None) -> str:
+    """Both settings (and, given the data, the exact router config) as JSON."""
+    doc: dict[str, Any] = {"data": asdict(data), "run": asdict(run)}
+    doc["data"]["benchmarks"] = list(data.benchmarks)
+    if resolved is not None:
+        doc["simulation"] = run.simulation_config(resolved).to_dict()
+    return json.dumps(doc, indent=2, default=str)
+
+
+# -- experiments page ---------------------------------------------------------------------
+def parse_numbers(text: str, name: str, integer: bool = False, low: float | None = None,
+                  high: float | None = None) -> tuple:
+    """Comma/space separated numbers from a text box, with a plain error naming the bad one."""
+    parts = [p for p in str(text).replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+    if not parts:
+        raise ValueError(f"give at least one {name}")
+    out = []
+    for p in parts:
+        try:
+            v = int(p) if integer else float(p)
+        except ValueError:
+            raise ValueError(f"{p!r} is not a valid {name}: give {'whole numbers' if integer else 'numbers'} "
+                             "separated by commas") from None
+        if not math.isfinite(v) or (low is not None and v < low) or (high is not None and v > high):
+            raise ValueError(f"{name} {p} is out of range [{low}, {high}]")
+        out.append(v)
+    return tuple(dict.fromkeys(out))
+
+
+def settings_method_params(run: RunSettings) -> dict:
+    """SLARouter method params (for the experiment runner) from the session's settings."""
+    params: dict[str, Any] = {"c": float(run.c)}
+    if run.mode != "paper":
+        params["mode"] = run.mode
+    if run.fixed_v:
+        params["V"] = float(run.V)
+    else:
+        params.update(q_max=float(run.q_max), eps=float(run.eps))
+    return params
+
+
