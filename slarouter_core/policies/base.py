@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .schedule import exploration_probability  # noqa: F401  (re-exported: part of the protocol's API)
+
 
 @dataclass(frozen=True)
 class PolicyStep:
@@ -57,8 +59,3 @@ class Policy(Protocol):
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
 
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None: ...
-
-
-def exploration_probability(t: np.ndarray | int, c: float, power: float = 0.25) -> np.ndarray | float:
-    """p_t = min(1, c / t^power); the paper's schedule is power 1/4."""
-    return np.minimum(1.0, c / np.power(np.asarray(t, dtype=np.float64), power))

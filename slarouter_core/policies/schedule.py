@@ -1,0 +1,28 @@
+"""Schedules every online rule shares: the exploration probability and the data-driven V.
+
+One place, used by the router's policies and by the MESS+ baseline, so that the paper's
+schedule cannot drift between them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def exploration_probability(t: np.ndarray | int, c: float, power: float = 0.25) -> np.ndarray | float:
+    """p_t = min(1, c / t^power); the paper's schedule is power 1/4."""
+    return np.minimum(1.0, c / np.power(np.asarray(t, dtype=np.float64), power))
+
+
+def data_driven_v(q_max: float, eps: float, spread_sum: np.ndarray | float,
+                  t: np.ndarray | int) -> np.ndarray | float:
+    """V_t = q_max * eps / DeltaC_t, DeltaC_t the running mean cost gap (most minus least
+    expensive model) over the first ``t`` requests; ``q_max * eps`` before any gap is seen.
+
+    Scalars in, a float out; arrays in, an array out (the batched paths)."""
+    spread = np.asarray(spread_sum, dtype=np.float64)
+    tt = np.asarray(t, dtype=np.float64)
+    base = float(q_max) * float(eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where((tt > 0) & (spread > 0), base / (spread / np.maximum(tt, 1.0)), base)
+    return float(v) if v.ndim == 0 else v
