@@ -82,6 +82,29 @@ def throughput(url: str, seconds: float, workers: int, offset: int) -> tuple[flo
     return total / (time.perf_counter() - t0), total
 
 
+def encoder_paths(spec: str, n: int) -> None:
+    """Per-request embedding latency of the eager and the traced forward, interleaved in
+    one process (the ratio is what the service gains from tracing)."""
+    from slarouter_core.encoders import get_encoder
+
+    eager, traced = get_encoder(spec), get_encoder(spec, traced=True)
+    if getattr(traced, "traced_forward", None) is None:
+        print(f"encoder {spec}: no traced path ({getattr(traced, 'trace_problem', 'not a transformer')})")
+        return
+    te, tt = np.empty(n), np.empty(n)
+    for i in range(n + 10):
+        text = body(i)["messages"][0]["content"]
+        t0 = time.perf_counter()
+        eager.encode([text])
+        t1 = time.perf_counter()
+        traced.encode([text])
+        t2 = time.perf_counter()
+        if i >= 10:
+            te[i - 10], tt[i - 10] = t1 - t0, t2 - t1
+    print(f"one text per call, {n} calls each, interleaved (ms): eager p50 {np.median(te) * 1e3:.2f}, "
+          f"traced p50 {np.median(tt) * 1e3:.2f} (traced/eager {np.median(tt) / np.median(te):.2f})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--encoder", default="minilm")
@@ -116,6 +139,7 @@ def main() -> int:
         wait_up(f"{service}/healthz", sp)
         direct = f"http://127.0.0.1:{ports['small']}/v1/chat/completions"
         routed = f"{service}/v1/chat/completions"
+        encoder_paths(a.encoder, 200)
         print(f"cores: {os.cpu_count()}; load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}; "
               f"encoder {a.encoder}; mode {a.mode}; fake backends with no added latency")
         with httpx.Client(timeout=30) as c:

@@ -120,7 +120,8 @@ class RoutingService:
     def __init__(self, zoo: Zoo, config: ServiceConfig, encoder: TextEncoder | None = None):
         self.zoo = zoo
         self.config = config
-        self.encoder = encoder if encoder is not None else get_encoder(config.encoder)
+        # traced: the per-request forward without Python overhead (same vectors; see encoders)
+        self.encoder = encoder if encoder is not None else get_encoder(config.encoder, traced=True)
         self._lock = threading.Lock()         # router, ledger and statistics
         self._embed_lock = threading.Lock()   # starts the one embedding thread (tokenizers are not thread-safe)
         self._embed_queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -334,6 +335,9 @@ class RoutingService:
                 "q": float(r.q), "decision_queue": float(r.decision_queue()),
                 "v": None if not math.isfinite(self.last_v) else self.last_v,
                 "encoder": self.encoder.spec, "instance": self.config.instance,
+                # traced: the fast per-request forward; otherwise why not (None: not a transformer)
+                "encoder_traced": getattr(self.encoder, "traced_forward", None) is not None,
+                "encoder_trace_problem": getattr(self.encoder, "trace_problem", None),
                 "models": [{"name": m.name, "model": m.model, **s.__dict__}
                            for m, s in zip(self.zoo.models, self.stats)],
                 "cost_total": float(sum(s.cost for s in self.stats)),

@@ -77,6 +77,28 @@ def test_packaged_minilm_offline(monkeypatch):
     assert X[0] @ X[1] > X[0] @ X[2] + 0.2  # paraphrase closer than an unrelated sentence
 
 
+def test_traced_minilm_gives_the_eager_vectors_for_any_length_and_batch():
+    eager = get_encoder("minilm")
+    traced = get_encoder("minilm", traced=True)
+    assert traced.traced_forward is not None and traced.trace_problem is None
+    assert eager.traced_forward is None
+    texts = ["hi", "a much longer request about the tax code of a small country " * 6] + TEXTS[:3]
+    np.testing.assert_allclose(traced.encode(texts), eager.encode(texts), atol=1e-5)
+    # one text at a time (the service's path) and batched with padding agree too
+    np.testing.assert_allclose(np.stack([traced.encode([t])[0] for t in texts]), eager.encode(texts), atol=1e-5)
+
+
+def test_a_model_that_does_not_trace_stays_eager(monkeypatch):
+    import torch
+
+    def broken_trace(*a, **k):
+        raise RuntimeError("unsupported op")
+    monkeypatch.setattr(torch.jit, "trace", broken_trace)
+    enc = get_encoder("minilm", traced=True)
+    assert enc.traced_forward is None and "unsupported op" in enc.trace_problem
+    assert enc.encode(["still works"]).shape == (1, 384)
+
+
 # -- hardening (issue 11) -------------------------------------------------------------------
 
 class CountingEncoder:
