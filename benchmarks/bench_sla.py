@@ -23,7 +23,6 @@ import argparse
 import ast
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -109,7 +108,7 @@ def main(argv=None) -> int:
         sub = data.select(group)
         X = emb[np.isin(bench, group)]
         a = midpoint_alpha(sub)
-        cfg = replace(RouterConfig(alpha=a, mode=args.mode), **overrides)
+        cfg = RouterConfig(alpha=a, mode=args.mode).with_settings(**overrides)
         sats, costs, calls = [], [], []
         for seed in args.seeds:
             t0 = time.perf_counter()

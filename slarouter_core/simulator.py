@@ -214,8 +214,6 @@ class Simulation:
             d = r.decide(x, self._stream_costs[i])
             m = d.model
             f = int(self.feedback_plan[i, m])
-            if r.g is None:
-                r.remember_for_late(d, x)
             r.observe(d, None)
             if f != NO_FEEDBACK:
                 k = int(self.delay[i])
@@ -226,7 +224,7 @@ class Simulation:
             self._model[i] = m
             self._explored[i] = d.explored
             self._feedback[i] = f
-            self._shat[i] = float(r.g.last_shat[m]) if r.g is not None else float(d.shat[m])
+            self._shat[i] = d.shat_served
             self._s_used[i] = float("nan")  # the queue step is split between now and arrival
             self._q[i] = r.decision_queue()
             self._v[i] = d.v

@@ -53,3 +53,15 @@ def check_bool(name: str, value: Any) -> bool:
 def check_alpha(value: Any) -> float:
     """The SLA level: a number strictly between 0 and 1 (one message everywhere)."""
     return check_number("alpha", value, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (strings)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def check_optional_number(name: str, value: Any, **bounds: Any) -> float | None:
+    """None, or a number as :func:`check_number` accepts it."""
+    return None if value is None else check_number(name, value, **bounds)

@@ -2,10 +2,16 @@
 
 A policy owns one routing rule and its state; the router keeps the online API
 (``decide``/``observe``), the random draws tied to the step index, and checkpoints.
-See :mod:`.base` for the protocol and :mod:`.contextual` for the text-aware policy.
+:mod:`.base` holds the protocol and what every policy shares (step draws, pending late
+feedback, the batched trace), :mod:`.schedule` the exploration schedule and V (MESS+ uses
+them too), and one module per policy: :mod:`.paper` (Algorithm 1 as published),
+:mod:`.guarded` and :mod:`.contextual` (docs/IMPROVED.md).
 """
 
-from .base import Policy, PolicyStep
+from .base import BlockTrace, PendingFeedback, Policy, PolicyStep, StepDraws
 from .contextual import ContextualConfig, ContextualPolicy
+from .guarded import GuardedConfig, GuardedPolicy
+from .paper import PaperPolicy
 
-__all__ = ["ContextualConfig", "ContextualPolicy", "Policy", "PolicyStep"]
+__all__ = ["BlockTrace", "ContextualConfig", "ContextualPolicy", "GuardedConfig", "GuardedPolicy", "PaperPolicy",
+           "PendingFeedback", "Policy", "PolicyStep", "StepDraws"]

@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from .base import PolicyStep, exploration_probability
+from .base import PolicyStep
+from .schedule import exploration_probability
 
 #: price used when the target cannot be reached: argmin(c - lam * p) then serves the
 #: model with the highest predicted satisfaction (ties: the cheaper)
@@ -321,11 +322,13 @@ class ContextualPolicy:
         """Lower confidence bound on the number of satisfied steps so far."""
         return self.dr_sum - self.config.z * math.sqrt(self.var_sum)
 
-    def lower_bound(self) -> float:
-        """Lower confidence bound on the satisfied share of the steps served so far."""
+    def lower_bound(self, t: int | None = None, z: float | None = None) -> float:
+        """Lower confidence bound on the satisfied share of the steps served so far, at
+        the policy's own ``z`` (the one it certifies with; the arguments of the protocol
+        are not used: the policy counts its own steps)."""
         return self._bound_count() / self.t if self.t else 0.0
 
-    def estimate(self) -> float:
+    def estimate(self, t: int | None = None) -> float:
         """Point estimate of the satisfied share so far (doubly robust)."""
         return self.dr_sum / self.t if self.t else 0.0
 

@@ -26,3 +26,27 @@ def data_driven_v(q_max: float, eps: float, spread_sum: np.ndarray | float,
     with np.errstate(divide="ignore", invalid="ignore"):
         v = np.where((tt > 0) & (spread > 0), base / (spread / np.maximum(tt, 1.0)), base)
     return float(v) if v.ndim == 0 else v
+
+
+def v_at(fixed_v: float, q_max: float, eps: float, spread_sum: float, t: int) -> float:
+    """One step's V, for compiled rules: ``fixed_v`` when > 0, else :func:`data_driven_v`
+    (the same arithmetic, scalar)."""
+    if fixed_v > 0:
+        return fixed_v
+    if t == 0 or spread_sum <= 0:
+        return q_max * eps
+    return q_max * eps / (spread_sum / t)
+
+
+def p_explore_at(c: float, t: int) -> float:
+    """One step's :func:`exploration_probability` (power 1/4), for compiled rules."""
+    return min(1.0, c / (float(t) ** 0.25))
+
+
+try:  # pragma: no cover - exercised whenever numba is installed
+    from numba import njit
+
+    v_at = njit(cache=True, nogil=True)(v_at)
+    p_explore_at = njit(cache=True, nogil=True)(p_explore_at)
+except ImportError:  # pragma: no cover
+    pass

@@ -203,8 +203,6 @@ class RoutingService:
             r = self.router
             d = r.decide(x, costs)
             r.observe(d, None)
-            if r.config.mode == "paper":
-                r.remember_for_late(d, x)
             m = d.model
             self.stats[m].chosen += 1
             shat = float(d.shat[m])
@@ -308,11 +306,8 @@ class RoutingService:
         r = self.router
         if r.t == 0:
             return math.nan, math.nan, "none"
-        if r.policy is not None:
-            est = float(r.policy.estimate())
-        elif r.g is not None and r.config.queue_update == "dr":
-            est = (r.config.alpha * r.t - r.g.deficit) / r.t
-        else:
+        est = r.satisfaction_estimate()
+        if not math.isfinite(est):
             est = self.plug_sum / r.t  # feedback where given, the router's prediction elsewhere
         lcb = float(r.certified_lower_bound(Z90))
         kind = "router (one-sided 90%)"

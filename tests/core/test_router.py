@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter, exploration_probability
+from slarouter_core.policies.contextual import ContextualConfig
+from slarouter_core.router import NO_FEEDBACK, GuardedConfig, RouterConfig, SLARouter, exploration_probability
 
 
 def stream(n=600, d=16, m=3, rate=0.2, seed=0):
@@ -166,17 +167,25 @@ def test_observe_protocol_errors():
 
 # -- guarded mode (issue 5) -----------------------------------------------------------------
 def guarded(alpha=0.6, **kw):
-    return RouterConfig(alpha=alpha, mode="guarded", **kw)
+    return RouterConfig(alpha=alpha, mode="guarded").with_settings(**kw)
 
 
-def test_default_mode_is_paper_and_guarded_fields_do_not_touch_it():
-    X, C, F = stream(n=300, seed=3)
-    a = SLARouter(RouterConfig(alpha=0.6), 3, X.shape[1], seed=5).run_block(X, C, F)
-    # every guarded switch set to something else: paper mode ignores them
-    cfg = RouterConfig(alpha=0.6, margin_z=3.0, v_scale=0.5, guard_q=None, levels=False, train_every=2)
-    b = SLARouter(cfg, 3, X.shape[1], seed=5).run_block(X, C, F)
+def test_default_mode_is_paper_and_settings_of_another_mode_are_refused():
     assert RouterConfig(alpha=0.5).mode == "paper"
-    assert np.array_equal(a.model, b.model) and np.array_equal(a.q, b.q)
+    # a guarded or contextual setting in paper mode would be ignored: it is an error instead
+    for flat in ({"policy": "thompson"}, {"margin_z": 1.0, "v_scale": 0.5}):
+        with pytest.raises(ValueError, match="apply only to mode='guarded'"):
+            RouterConfig.from_dict({"alpha": 0.5, **flat})
+        with pytest.raises(ValueError, match="apply only to mode='guarded'"):
+            RouterConfig(alpha=0.5).with_settings(**flat)
+    with pytest.raises(ValueError, match="apply only to mode='contextual'"):
+        RouterConfig(alpha=0.5, mode="guarded", contextual=ContextualConfig(z=1.0))
+    with pytest.raises(ValueError, match="unknown router setting"):
+        RouterConfig.from_dict({"alpha": 0.5, "margin": 1.0})
+    # flat guarded settings land in the guarded config, and round-trip through to_dict
+    cfg = RouterConfig.from_dict({"alpha": 0.5, "mode": "guarded", "policy": "mixture", "margin_z": 1.0})
+    assert cfg.guarded == GuardedConfig(policy="mixture", margin_z=1.0)
+    assert RouterConfig.from_dict(cfg.to_dict()) == cfg
 
 
 def test_guarded_run_block_matches_per_request_loop():
@@ -211,13 +220,13 @@ def test_dr_queue_step_is_the_doubly_robust_estimate(seed, rate, alpha):
     for i in range(len(X)):
         d = r.decide(X[i], C[i])
         m = d.model
-        shat = float(r.g.last_shat[m])
+        shat = float(r.policy.last_shat[m])
         phi = (r.n_feedback + 1.0) / (d.t + 1.0)
-        before = r.g.deficit
+        before = r.policy.deficit
         f = int(F[i, m])
         r.observe(d, None if f == NO_FEEDBACK else f)
         s = shat if f == NO_FEEDBACK else shat + (f - shat) / phi
-        assert r.g.deficit == pytest.approx(before + alpha - s, abs=1e-9)
+        assert r.policy.deficit == pytest.approx(before + alpha - s, abs=1e-9)
         assert r.q >= 0.0
 
 
@@ -244,13 +253,13 @@ def test_dr_queue_is_unbiased_where_the_paper_queue_is_not():
 def test_guard_escalates_to_most_expensive_under_deficit():
     X, C, F = stream(n=50, seed=4)
     r = SLARouter(guarded(0.9, guard_q=0.5, c=0.0), 3, X.shape[1], seed=0)
-    r.g.deficit = 100.0
+    r.policy.deficit = 100.0
     r.t = 1  # step 1 always explores
     d = r.decide(X[1], C[1])
     assert d.model == 2 and d.q > 0.5 and not d.explored
     r.observe(d, None)
     r2 = SLARouter(guarded(0.9, guard_q=None, c=0.0, v_scale=1e6), 3, X.shape[1], seed=0)
-    r2.g.deficit = 100.0
+    r2.policy.deficit = 100.0
     r2.t = 1
     d2 = r2.decide(X[1], C[1])
     assert not d2.escalated
@@ -265,10 +274,10 @@ def test_banked_surplus_lowers_the_decision_queue_but_truncated_queue_forgets():
         for i in range(4):
             d = r.decide(X[i], C[i])
             r.observe(d, 1)  # all satisfied: a surplus
-        r.q, r.g.deficit = 0.0, r.g.deficit
-    assert a.g.deficit < 0 and a.decision_queue() == 0.0
-    a.g.deficit += 0.5  # a small new deficit is still covered by the bank
-    b.q += 0.5
+        r.policy.q = 0.0
+    assert a.policy.deficit < 0 and a.decision_queue() == 0.0
+    a.policy.deficit += 0.5  # a small new deficit is still covered by the bank
+    b.policy.q += 0.5
     assert a.decision_queue() == 0.0 and b.decision_queue() == pytest.approx(0.5)
 
 
@@ -282,10 +291,10 @@ def test_optimism_tries_untried_models():
         r = SLARouter(guarded(0.7, optimism=kappa, c=0.0, guard_q=None, margin_z=0.0, text_weight=0.0, V=1e-6,
                               policy="argmin"), 3, X.shape[1], seed=0)
         r.t = 10
-        r.g.deficit = 5.0
-        r.g.lpos[:] = [6.0, 0.0, 0.0]  # model 0: 6/10 labels positive; others untried
-        r.g.lcnt[:] = [10.0, 0.0, 0.0]
-        r.spread_sum = 1e-9
+        r.policy.deficit = 5.0
+        r.policy.lpos[:] = [6.0, 0.0, 0.0]  # model 0: 6/10 labels positive; others untried
+        r.policy.lcnt[:] = [10.0, 0.0, 0.0]
+        r.policy.spread_sum = 1e-9
         picks[kappa] = r.decide(X[0], C0).model
     assert picks[0.0] == 0 and picks[2.0] != 0
 
@@ -295,11 +304,11 @@ def test_late_feedback_corrects_queue_and_trains():
     r = SLARouter(guarded(0.6, train_every=1, margin_z=0.0), 3, X.shape[1], seed=0)
     d = r.decide(X[0], C[0])
     r.observe(d, None)
-    shat = float(r.g.last_shat[d.model])
-    before, v0 = r.g.deficit, r.predictor.version
+    shat = float(r.policy.last_shat[d.model])
+    before, v0 = r.policy.deficit, r.predictor.version
     r.late_feedback(1, 0)
     phi = (0 + 1.0) / (1 + 1.0)
-    assert r.g.deficit == pytest.approx(before + shat / phi)
+    assert r.policy.deficit == pytest.approx(before + shat / phi)
     assert r.predictor.version == v0 + 1 and r.n_feedback == 1
     with pytest.raises(KeyError):
         r.late_feedback(1, 1)
@@ -314,7 +323,7 @@ def test_guarded_checkpoint_round_trip(tmp_path):
     a.run_block(X[:120], C[:120], F[:120])
     path = a.save(tmp_path / "g.safetensors")
     b = SLARouter.load(path)
-    assert b.config == cfg and b.g.deficit == a.g.deficit
+    assert b.config == cfg and b.policy.deficit == a.policy.deficit
     ra = a.run_block(X[120:], C[120:], F[120:])
     rb = b.run_block(X[120:], C[120:], F[120:])
     assert np.array_equal(ra.model, rb.model) and np.array_equal(ra.q, rb.q)
@@ -325,11 +334,11 @@ def test_guarded_checkpoint_round_trip(tmp_path):
                                 dict(optimism=float("nan")), dict(levels=1), dict(policy="thomson")])
 def test_guarded_config_validation(kw):
     with pytest.raises(ValueError):
-        RouterConfig(alpha=0.5, **kw)
+        RouterConfig.from_dict({"alpha": 0.5, "mode": "guarded", **kw})
 
 
 def test_mixture_choice_is_the_cheapest_mix_reaching_the_target():
-    from slarouter_core.router import _mixture_choice
+    from slarouter_core.policies.guarded_rule import mixture_pick as _mixture_choice
 
     cost = np.array([1.0, 5.0, 20.0])
     level = np.array([0.4, 0.7, 0.8])
@@ -376,7 +385,7 @@ def test_known_judge_error_rates_are_debiased_in_the_queue():
     assert errs[False] > 0.05  # judge's false positives on a 30% base rate inflate it
     assert abs(errs[True]) < 0.02
     with pytest.raises(ValueError):
-        RouterConfig(alpha=0.5, label_fpr=0.6)
+        guarded(0.5, label_fpr=0.6)
 
 
 # -- guarded mode, Thompson sampling policy --------------------------------------------------
@@ -422,7 +431,8 @@ def test_thompson_chunked_blocks_and_checkpoint_are_bit_identical(tmp_path):
 
 
 def test_thompson_samples_follow_the_beta_posterior():
-    from slarouter_core.router import TS_TRIES, _thompson_levels
+    from slarouter_core.policies.guarded_rule import TS_TRIES
+    from slarouter_core.policies.guarded_rule import thompson_levels as _thompson_levels
 
     rng = np.random.default_rng(0)
     lpos, lcnt = np.array([0.0, 2.5, 40.0]), np.array([0.0, 9.0, 50.0])
@@ -444,9 +454,9 @@ def test_thompson_picks_models_as_their_posteriors_say():
     X, C, _ = stream(n=3000, seed=1)
     r = SLARouter(guarded(0.9, policy="thompson", c=0.0, guard_q=None, text_weight=0.0, V=1e-9),
                   3, X.shape[1], seed=0)
-    r.g.lpos[:] = [2.0, 95.0, 0.0]
-    r.g.lcnt[:] = [100.0, 100.0, 0.0]
-    r.g.deficit = 1e6
+    r.policy.lpos[:] = [2.0, 95.0, 0.0]
+    r.policy.lcnt[:] = [100.0, 100.0, 0.0]
+    r.policy.deficit = 1e6
     picks = []
     for i in range(len(X)):
         d = r.decide(X[i], C[i])
@@ -525,11 +535,10 @@ def test_pending_late_feedback_survives_a_checkpoint(tmp_path, mode):
         for i in range(150):
             d = a.decide(X[i], C[i])
             a.observe(d, None)
-            a.remember_for_late(d, X[i])
-    pending = list(a._late)
+    pending = list(a.policy.pending.steps)
     assert len(pending) == 150
     b = SLARouter.load(a.save(tmp_path / "late.safetensors"))
-    assert list(b._late) == pending
+    assert list(b.policy.pending.steps) == pending
     rng = np.random.default_rng(0)
     for t in rng.permutation(pending)[:60].tolist():
         v = int(rng.random() < 0.5)
@@ -537,27 +546,64 @@ def test_pending_late_feedback_survives_a_checkpoint(tmp_path, mode):
         b.late_feedback(t, v)
     assert b.n_feedback == a.n_feedback == 60 and b.q == a.q
     if mode == "guarded":
-        assert b.g.deficit == a.g.deficit and np.array_equal(b.g.lpos, a.g.lpos)
+        assert b.policy.deficit == a.policy.deficit and np.array_equal(b.policy.lpos, a.policy.lpos)
     assert b.predictor.version == a.predictor.version > 0
     ra = a.run_block(X[150:], C[150:], F[150:])
     rb = b.run_block(X[150:], C[150:], F[150:])
     assert np.array_equal(ra.model, rb.model) and np.array_equal(ra.q, rb.q)
     with pytest.raises(KeyError):
-        b.late_feedback(pending[0] if pending[0] not in b._late else -1, 1)
+        b.late_feedback(pending[0] if pending[0] not in b.policy.pending.steps else -1, 1)
 
 
 def test_late_window_drops_the_oldest_steps_first(monkeypatch):
-    import slarouter_core.router as router_mod
+    import slarouter_core.policies.base as base
 
-    monkeypatch.setattr(router_mod, "LATE_WINDOW", 40)
+    monkeypatch.setattr(base, "LATE_WINDOW", 40)
     X, C, F = stream(n=400, seed=2, rate=0.0)
     r = SLARouter(guarded(), 3, X.shape[1], seed=1)
     r.run_block(X[:100], C[:100], F[:100])
-    assert list(r._late) == list(range(61, 101))
+    assert list(r.policy.pending.steps) == list(range(61, 101))
     for t in (61, 75, 100):  # out-of-order answers leave holes; the window still drops the oldest
         r.late_feedback(t, 1)
     for i in range(100, 130):
         r.observe(r.decide(X[i], C[i]), None)
-    assert list(r._late) == list(range(90, 100)) + list(range(101, 131))
+    assert list(r.policy.pending.steps) == list(range(90, 100)) + list(range(101, 131))
     r.run_block(X[130:], C[130:], F[130:])
-    assert list(r._late) == list(range(361, 401))
+    assert list(r.policy.pending.steps) == list(range(361, 401))
+
+
+# -- every policy: one rule, three paths ------------------------------------------------------
+EVERY_POLICY = {
+    "paper": RouterConfig(alpha=0.6, c=0.5),
+    "guarded": RouterConfig(alpha=0.6, mode="guarded"),
+    "guarded-mixture": RouterConfig(alpha=0.6, mode="guarded", guarded=GuardedConfig(policy="mixture")),
+    "guarded-thompson": RouterConfig(alpha=0.6, mode="guarded", guarded=GuardedConfig(policy="thompson")),
+    "contextual": RouterConfig(alpha=0.6, mode="contextual"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_POLICY))
+def test_whole_chunked_and_per_request_paths_agree_for_every_policy(name):
+    """Whole and chunked runs are bit-identical; the per-request API makes the same
+    choices with the same queue (up to float rounding of batched predictions)."""
+    cfg = EVERY_POLICY[name]
+    X, C, F = stream(n=700, d=16, seed=4)
+    whole = SLARouter(cfg, 3, 16, seed=9).run_block(X, C, F)
+    r = SLARouter(cfg, 3, 16, seed=9)
+    parts, i = [], 0
+    for k in (1, 5, 130, 64, 500):
+        k = min(k, len(X) - i)
+        parts.append(r.run_block(X[i:], C[i:], F[i:], n=k))
+        i += k
+    for field in ("model", "explored", "feedback", "q", "s_used", "v"):
+        assert np.array_equal(np.concatenate([getattr(p, field) for p in parts]), getattr(whole, field)), field
+    loop = SLARouter(cfg, 3, 16, seed=9)
+    steps = []
+    for j in range(len(X)):
+        d = loop.decide(X[j], C[j])
+        f = int(F[j, d.model])
+        loop.observe(d, None if f == NO_FEEDBACK else f)
+        steps.append((d.model, loop.decision_queue(), d.v))
+    assert np.array_equal(whole.model, [s[0] for s in steps])
+    np.testing.assert_allclose(whole.q, [s[1] for s in steps], atol=1e-6)
+    np.testing.assert_allclose(whole.v, [s[2] for s in steps])
