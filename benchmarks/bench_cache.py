@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from slarouter_core.data import write_parquet
-from slarouter_core.encoders import ENCODE_BLOCK, HashingEncoder, _write_part
+from slarouter_core.embedding_cache import ENCODE_BLOCK, _write_part
+from slarouter_core.encoders import HashingEncoder
 
 PY = sys.executable
 
@@ -114,7 +115,8 @@ def main() -> None:
                 import resource, sys, time
                 import numpy as np
                 from slarouter_core.data import load_parquet
-                from slarouter_core.encoders import EmbeddingCache, get_encoder
+                from slarouter_core.embedding_cache import EmbeddingCache
+                from slarouter_core.encoders import get_encoder
                 from slarouter_core.router import RouterConfig
                 from slarouter_core.simulator import SimulationConfig, simulate
                 t0 = time.perf_counter()

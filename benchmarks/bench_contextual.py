@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.baselines import static_mixture_lp  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
-from slarouter_core.encoders import embed_texts  # noqa: E402
+from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.policies.contextual import (CONTEXTUAL_SWITCHES, ContextualConfig,  # noqa: E402

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from slarouter_core.data import midpoint_alpha
-from slarouter_core.encoders import EmbeddingCache, get_encoder
+from slarouter_core.embedding_cache import EmbeddingCache
+from slarouter_core.encoders import get_encoder
 from slarouter_core.importers import load_messplus
 from slarouter_core.router import NO_FEEDBACK, POLICY_PAGE, RouterConfig, SLARouter
 from slarouter_core.simulator import Simulation, SimulationConfig

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.baselines import clairvoyant_oracle, static_mixture  # noqa: E402
 from slarouter_core.data import midpoint_alpha  # noqa: E402
-from slarouter_core.encoders import embed_texts  # noqa: E402
+from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.experiments import load_any  # noqa: E402
 from slarouter_core.feedback import KINDS, FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402

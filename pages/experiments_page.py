@@ -1,13 +1,21 @@
-"""Experiments: methods x seeds per benchmark (the paper's Table 2), V and feedback sweeps."""
+"""Experiments: methods x seeds x feedback models per benchmark (the paper's Table 2), V and
+feedback-rate sweeps as one pivot table each, charts and table exports."""
 
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import streamlit as st
 
 from pages import _shared as sh
-from slarouter_core.experiments import (PRESETS, Dataset, GridConfig, MethodSpec, aggregate, format_overview,
-                                        format_table, run_grid)
+from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_METRICS, PRESETS, SEEDS_MET_NOTE,
+                                        Dataset, GridConfig, MethodSpec, aggregate, comparison_table,
+                                        format_overview, format_table, markdown_table, pivot_table, report_text,
+                                        run_grid)
 from slarouter_core.live import comparison_chart, parse_numbers, settings_method_params, sweep_charts
+from slarouter_core.live.experiment_charts import (ERROR_BARS, EXPORT_FORMATS, ChartExportError, render_chart,
+                                                   standalone_spec)
 from slarouter_core.simulator import PAPER_SEEDS
 
 st.title("Experiments")
@@ -22,6 +30,9 @@ run = sh.run_settings()
 MINE = "mine"
 LABELS = {MINE: "SLARouter (sidebar settings)", **{k: (v.label or k) for k, v in PRESETS.items()}}
 LABELS["single"] = "each model alone"
+DEFAULT_FEEDBACK = [run.feedback_model if run.feedback_model in FEEDBACK_CHOICES else "iid"]
+ALPHA_CAPTION = ("The dashed red line on the charts is alpha, the SLA target (labelled with its value); "
+                 "a point at or above it is on target.")
 
 
 def method_specs(keys: list[str]) -> tuple[MethodSpec, ...]:
@@ -34,7 +45,12 @@ def method_specs(keys: list[str]) -> tuple[MethodSpec, ...]:
     return tuple(out)
 
 
-def run_with_progress(config: GridConfig, label: str):
+def run_with_progress(label: str, **config):
+    try:
+        cfg = GridConfig(**config)
+    except ValueError as exc:
+        st.error(f"The runs could not start: {exc}")
+        return None
     emb = sh.embeddings(data)
     if emb is None:
         return None
@@ -44,7 +60,7 @@ def run_with_progress(config: GridConfig, label: str):
         bar.progress(done / max(total, 1), text=f"{label}: {done}/{total} runs")
 
     try:
-        rows = run_grid(Dataset("data", data, emb), config, progress=progress)
+        rows = run_grid(Dataset("data", data, emb), cfg, progress=progress)
     except ValueError as exc:
         bar.empty()
         st.error(f"The runs could not start: {exc}")
@@ -62,35 +78,100 @@ def seeds_box(key: str):
         return None
 
 
+def feedback_box(key: str) -> list[str]:
+    return st.multiselect("Feedback models", list(FEEDBACK_CHOICES), default=DEFAULT_FEEDBACK,
+                          format_func=FEEDBACK_CHOICES.get, key=key,
+                          help="Each method runs under each feedback model, on the same streams: compare IID "
+                               "feedback with bursty, negativity-biased, delayed or judge-labelled feedback.")
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def chart_image(spec_json: str, fmt: str) -> bytes:
+    return render_chart(json.loads(spec_json), fmt)
+
+
+def chart_downloads(name: str, frame: pd.DataFrame, chart: dict, key: str) -> None:
+    """PNG and SVG buttons for a chart, or a plain warning when it cannot be rendered."""
+    full = json.dumps(standalone_spec(frame, chart))
+    for col, (fmt, mime) in zip(st.columns(len(EXPORT_FORMATS)), EXPORT_FORMATS.items()):
+        try:
+            image = chart_image(full, fmt)
+        except ChartExportError as exc:
+            col.warning(str(exc))
+            continue
+        col.download_button(f"{name} ({fmt.upper()})", image, f"{key}.{fmt}", mime, on_click="ignore",
+                            key=f"w_{key}_{fmt}")
+
+
+def table_downloads(name: str, table: pd.DataFrame, key: str) -> None:
+    c1, c2 = st.columns(2)
+    c1.download_button(f"{name} (CSV)", table.to_csv(index=False), f"{key}.csv", "text/csv", on_click="ignore",
+                       key=f"w_{key}_csv")
+    c2.download_button(f"{name} (Markdown)", markdown_table(table), f"{key}.md", "text/markdown",
+                       on_click="ignore", key=f"w_{key}_md")
+
+
+def pivot_section(agg: pd.DataFrame, column: str, key: str) -> None:
+    """One table for the whole sweep, with a picker for the cell metric and the benchmark."""
+    c1, c2 = st.columns(2)
+    metric = c1.selectbox("Cells", PIVOT_METRICS, key=f"w_{key}_metric")
+    benchmark = c2.selectbox("Benchmark", [None, *dict.fromkeys(agg["benchmark"])], key=f"w_{key}_bench",
+                             format_func=lambda b: "all (mean; seeds summed)" if b is None else b)
+    table = pivot_table(agg, column, metric, benchmark)
+    st.dataframe(table, hide_index=True, key=f"w_{key}_table")
+    st.caption(SEEDS_MET_NOTE)
+    table_downloads("Table", table, key)
+
+
+def sweep_section(charts: list[tuple[pd.DataFrame, dict]], key: str) -> None:
+    """The cost and satisfaction charts of a sweep side by side, each with its image downloads."""
+    for col, (frame, chart), name in zip(st.columns(2), charts, ("cost", "satisfaction")):
+        col.vega_lite_chart(frame, chart, width="stretch")
+        with col:
+            chart_downloads(f"{name.capitalize()} chart", frame, chart, f"{key}_{name}_chart")
+    st.caption(ALPHA_CAPTION)
+
+
 alpha = run.alpha if run.alpha is not None else "midpoint"
 tab_cmp, tab_v, tab_rate = st.tabs(["Comparison", "V sweep", "Feedback-rate sweep"])
 
 with tab_cmp:
     keys = st.multiselect("Methods", list(LABELS), default=["single", "static_mixture", "oracle", "messplus", MINE],
                           format_func=LABELS.get, key="w_exp_methods")
+    fb_models = feedback_box("w_exp_feedback")
     seeds = seeds_box("w_exp_seeds")
     st.caption(f"{len(data.benchmark_names)} benchmark(s) · feedback rate {run.feedback_rate:g} · "
                f"alpha {'midpoint per benchmark' if run.alpha is None else f'{run.alpha:.3f}'}")
-    if st.button("Run comparison", type="primary", key="w_exp_run", disabled=not keys or seeds is None):
-        cfg = GridConfig(methods=method_specs(keys), seeds=seeds, feedback_rates=(run.feedback_rate,), alpha=alpha)
-        rows = run_with_progress(cfg, "Comparison")
+    if st.button("Run comparison", type="primary", key="w_exp_run",
+                 disabled=not keys or not fb_models or seeds is None):
+        rows = run_with_progress("Comparison", methods=method_specs(keys), seeds=seeds, alpha=alpha,
+                                 feedback_rates=(run.feedback_rate,), feedback=tuple(fb_models))
         if rows is not None:
             ss.exp_rows = rows
     rows = ss.get("exp_rows")
     if rows is not None:
         agg = aggregate(rows)
-        overview, per_bench = format_overview(agg), format_table(agg)
-        report = "## Overview\n\n" + overview + "\n\n## Per benchmark\n\n" + per_bench + "\n"
-        st.markdown("#### Overview\n\n" + overview)
+        st.markdown("#### Overview\n\n" + format_overview(agg))
         frame, chart = comparison_chart(agg, data.models)
         st.vega_lite_chart(frame, chart)
-        st.markdown("#### Per benchmark (the paper's Table 2)\n\n" + per_bench)
-        d1, d2, d3 = st.columns(3)
+        st.caption(f"Points: mean over seeds; error bars: {ERROR_BARS}. " + ALPHA_CAPTION)
+        chart_downloads("Chart", frame, chart, "exp_chart")
+        if agg["feedback_model"].nunique() > 1:
+            st.markdown("#### Feedback models side by side")
+            pivot_section(agg, "feedback_model", "exp_pivot")
+        st.markdown("#### Per method")
+        table = comparison_table(agg)
+        st.dataframe(table, hide_index=True, key="w_exp_table", column_config={
+            "cheapest": st.column_config.CheckboxColumn("cheapest", help=CHEAPEST_NOTE),
+            "seeds ≥ alpha": st.column_config.TextColumn("seeds ≥ alpha", help=SEEDS_MET_NOTE)})
+        st.caption(CHEAPEST_NOTE + " " + SEEDS_MET_NOTE)
+        table_downloads("Table", table, "exp_table")
+        with st.expander("The paper's Table 2 (Markdown)"):
+            st.markdown(format_table(agg))
+        d1, d2 = st.columns(2)
         d1.download_button("Runs (CSV)", rows.to_csv(index=False), "slarouter_runs.csv", "text/csv",
                            on_click="ignore", key="w_exp_dl_rows")
-        d2.download_button("Table (CSV)", agg.to_csv(index=False), "slarouter_table.csv", "text/csv",
-                           on_click="ignore", key="w_exp_dl_agg")
-        d3.download_button("Report (Markdown)", report, "slarouter_report.md", "text/markdown",
+        d2.download_button("Report (Markdown)", report_text(agg), "slarouter_report.md", "text/markdown",
                            on_click="ignore", key="w_exp_dl_md")
 
 with tab_v:
@@ -104,25 +185,23 @@ with tab_v:
         v_values = None
     if st.button("Run V sweep", type="primary", key="w_vs_run", disabled=v_values is None or v_seeds is None):
         specs = tuple(MethodSpec("slarouter", {"V": v, "c": float(run.c)}, label=f"V={v:g}") for v in v_values)
-        rows = run_with_progress(GridConfig(methods=specs, seeds=v_seeds, feedback_rates=(run.feedback_rate,),
-                                            alpha=alpha), "V sweep")
+        rows = run_with_progress("V sweep", methods=specs, seeds=v_seeds, feedback_rates=(run.feedback_rate,),
+                                 alpha=alpha)
         if rows is not None:
             ss.vs_rows = rows
     rows = ss.get("vs_rows")
     if rows is not None:
         agg = aggregate(rows)
-        agg["V"] = agg["method"].str.slice(2).astype(float)
-        agg["series"] = "SLARouter (fixed V)"
-        for col, (frame, chart) in zip(st.columns(2), sweep_charts(agg, "V", "V (log scale)", log=True,
-                                                                   models=data.models)):
-            col.vega_lite_chart(frame, chart, width="stretch")
-        st.markdown(format_table(agg))
+        charts = sweep_charts(agg, "V", "V (log scale)", log=True, models=data.models, series="SLARouter (fixed V)")
+        sweep_section(charts, "vs")
+        pivot_section(agg.assign(method="SLARouter (fixed V)"), "V", "vs_pivot")
         st.download_button("V sweep runs (CSV)", rows.to_csv(index=False), "slarouter_v_sweep.csv", "text/csv",
                            on_click="ignore", key="w_vs_dl")
 
 with tab_rate:
     r_keys = st.multiselect("Methods", list(LABELS), default=["messplus", MINE], format_func=LABELS.get,
                             key="w_rs_methods")
+    r_fb = feedback_box("w_rs_feedback")
     r_text = st.text_input("Feedback rates", value="0.05, 0.1, 0.2, 0.5, 1", key="w_rs_values")
     r_seeds = seeds_box("w_rs_seeds")
     try:
@@ -131,17 +210,15 @@ with tab_rate:
         st.error(str(exc))
         rates = None
     if st.button("Run feedback-rate sweep", type="primary", key="w_rs_run",
-                 disabled=not r_keys or rates is None or r_seeds is None):
-        rows = run_with_progress(GridConfig(methods=method_specs(r_keys), seeds=r_seeds, feedback_rates=rates,
-                                            alpha=alpha), "Feedback-rate sweep")
+                 disabled=not r_keys or not r_fb or rates is None or r_seeds is None):
+        rows = run_with_progress("Feedback-rate sweep", methods=method_specs(r_keys), seeds=r_seeds,
+                                 feedback_rates=rates, alpha=alpha, feedback=tuple(r_fb))
         if rows is not None:
             ss.rs_rows = rows
     rows = ss.get("rs_rows")
     if rows is not None:
         agg = aggregate(rows)
-        for col, (frame, chart) in zip(st.columns(2), sweep_charts(agg, "feedback_rate", "feedback rate",
-                                                                   models=data.models)):
-            col.vega_lite_chart(frame, chart, width="stretch")
-        st.markdown(format_table(agg))
+        sweep_section(sweep_charts(agg, "feedback_rate", "feedback rate", models=data.models), "rs")
+        pivot_section(agg, "feedback_rate", "rs_pivot")
         st.download_button("Feedback-rate sweep runs (CSV)", rows.to_csv(index=False), "slarouter_rate_sweep.csv",
                            "text/csv", on_click="ignore", key="w_rs_dl")

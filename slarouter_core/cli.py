@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from .data import DataValidationError, write_parquet
-from .encoders import DEFAULT_ENCODER, EmbeddingCache, EncoderUnavailableError, get_encoder
+from .embedding_cache import EmbeddingCache
+from .encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder
 from .experiments import aggregate, format_table, load_any, run_slarouter_grid
 from .router import MODES as ROUTER_MODES
 from .simulator import PAPER_SEEDS
@@ -110,7 +111,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     data = _load_for_embedding(args.data, args.cost).select(args.benchmark)
     start = time.time()
     if args.backend == "ray" or args.jobs > 1:
-        from .encoders import embed_parallel
+        from .embedding_cache import embed_parallel
 
         n = embed_parallel(data.texts, args.encoder, args.cache_dir, backend=args.backend, n_jobs=args.jobs,
                            chunk=args.chunk, ray_address=args.ray_address,

@@ -1,12 +1,39 @@
-"""Experiments page: methods, seeds and sweeps reach the runner; table, chart and exports."""
+"""Experiments page: methods, seeds, feedback models and sweeps reach the runner; one
+comparison table and one pivot per sweep; labelled alpha, error bars and exports."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+import streamlit as st
+
 from .conftest import open_app
 
 PAGE = "pages/experiments_page.py"
+
+
+def charts(at) -> list[dict]:
+    """The page's charts (each has a title; the sidebar's zoo chart has none)."""
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    return [s for s in specs if "title" in s]
+
+
+def tables(at) -> list:
+    """The page's result tables (the sidebar's zoo table has no method column)."""
+    return [d.value for d in at.dataframe if "method" in d.value.columns]
+
+
+def download_labels(at) -> set[str]:
+    return {b.proto.label for b in at.get("download_button")}
+
+
+def layers(spec: dict) -> list[dict]:
+    return spec["spec"]["layer"] if "spec" in spec else spec["layer"]
+
+
+def has_alpha_label(spec: dict) -> bool:
+    return any("(target)" in json.dumps(layer.get("transform", [])) for layer in layers(spec))
 
 
 def test_comparison_table_chart_and_exports():
@@ -22,12 +49,44 @@ def test_comparison_table_chart_and_exports():
     assert len(mine) == 8 and {json.loads(p)["c"] for p in mine["params"]} == {0.3}
     assert {m for m in rows["method"] if m.endswith(" only")} == {
         "tiny-1b only", "small-8b only", "medium-32b only", "large-70b only"}
+    # the paper's Table 2 is still there (in an expander)
     text = "\n".join(m.value for m in at.markdown)
     assert "request satisfaction (%)" in text and "model call ratio" in text and "±" in text
-    assert "met" in text and "missed" in text
-    assert len(at.get("vega_lite_chart")) == 1
-    labels = [b.proto.label for b in at.get("download_button")]
-    assert {"Runs (CSV)", "Table (CSV)", "Report (Markdown)"} <= set(labels)
+    # one table per method and benchmark, with seeds >= alpha as k/n and an explained "cheapest"
+    (table,) = tables(at)
+    assert len(table) == 4 * 6
+    assert set(table["seeds ≥ alpha"]) <= {"0/2", "1/2", "2/2"} and "2/2" in set(table["seeds ≥ alpha"])
+    assert (table["SLA"] == "met").tolist() == (table["seeds ≥ alpha"] == "2/2").tolist()
+    assert table["cheapest"].dtype == bool
+    captions = "\n".join(c.value for c in at.caption)
+    assert "cheapest: per benchmark" in captions and "at least 90% of its seeds" in captions
+    # the chart: error bars named in the title, alpha labelled
+    (spec,) = charts(at)
+    assert "± 1 std across seeds" in spec["title"]["subtitle"] and "2 seeds" in spec["title"]["subtitle"]
+    assert sum("x2" in layer["encoding"] or "y2" in layer["encoding"] for layer in layers(spec)) == 2
+    assert has_alpha_label(spec)
+    assert {"Runs (CSV)", "Table (CSV)", "Table (Markdown)", "Report (Markdown)", "Chart (PNG)",
+            "Chart (SVG)"} <= download_labels(at)
+
+
+def test_feedback_models_side_by_side():
+    at = open_app(PAGE)
+    at.multiselect(key="w_exp_methods").set_value(["messplus", "oracle"])
+    at.multiselect(key="w_exp_feedback").set_value(["iid", "negative"])
+    at.text_input(key="w_exp_seeds").set_value("3").run()
+    at.button(key="w_exp_run").click().run()
+    assert not at.exception and not at.error
+    rows = at.session_state.exp_rows
+    assert set(rows["feedback_model"]) == {"iid", "negative"} and len(rows) == 2 * 2 * 4
+    pivot, table = tables(at)
+    assert list(pivot.columns) == ["method", "feedback iid", "feedback negative"]
+    assert list(pivot["method"]) == ["MESS+", "oracle"]
+    # the oracle ignores feedback: the same cell under both models; MESS+ learns from it
+    oracle = pivot.set_index("method").loc["oracle"]
+    assert oracle["feedback iid"] == oracle["feedback negative"]
+    assert "feedback model" in table.columns
+    (spec,) = charts(at)
+    assert "arithmetic · feedback negative" in spec["facet"]["sort"]
 
 
 def test_bad_seeds_are_explained():
@@ -37,7 +96,7 @@ def test_bad_seeds_are_explained():
     assert at.button(key="w_exp_run").disabled
 
 
-def test_v_sweep_runs_each_v():
+def test_v_sweep_one_pivot_from_the_v_column():
     at = open_app(PAGE)
     at.text_input(key="w_vs_values").set_value("1e-6, 1e-4")
     at.text_input(key="w_vs_seeds").set_value("1").run()
@@ -45,20 +104,66 @@ def test_v_sweep_runs_each_v():
     assert not at.exception and not at.error
     rows = at.session_state.vs_rows
     assert sorted({json.loads(p)["V"] for p in rows["params"]}) == [1e-6, 1e-4]
-    assert len(at.get("vega_lite_chart")) == 2
+    assert sorted(set(rows["V"])) == [1e-6, 1e-4]  # its own column, not parsed from a label
+    specs = charts(at)
+    assert len(specs) == 2 and has_alpha_label(specs[1]) and not has_alpha_label(specs[0])
+    (pivot,) = tables(at)
+    assert list(pivot.columns) == ["method", "V 1e-06", "V 0.0001"] and len(pivot) == 1
+    assert {"Cost chart (PNG)", "Satisfaction chart (SVG)", "Table (CSV)"} <= download_labels(at)
 
 
-def test_feedback_rate_sweep_runs_each_rate():
+def test_feedback_rate_sweep_is_one_pivot_table():
     at = open_app(PAGE)
-    at.multiselect(key="w_rs_methods").set_value(["mine"])
-    at.text_input(key="w_rs_values").set_value("0.1, 1")
-    at.text_input(key="w_rs_seeds").set_value("1").run()
+    at.multiselect(key="w_rs_methods").set_value(["mine", "oracle"])
+    at.text_input(key="w_rs_values").set_value("0.1, 0.5, 1")
+    at.text_input(key="w_rs_seeds").set_value("1, 2").run()
     at.button(key="w_rs_run").click().run()
     assert not at.exception and not at.error
     rows = at.session_state.rs_rows
-    assert sorted(set(rows["feedback_rate"])) == [0.1, 1.0]
+    assert sorted(set(rows["feedback_rate"])) == [0.1, 0.5, 1.0]
     full = rows[rows["feedback_rate"] == 1.0]["feedback"].sum()
     sparse = rows[rows["feedback_rate"] == 0.1]["feedback"].sum()
     assert full > 5 * sparse
+    # 3 rates x 4 benchmarks: one table, not 12
+    (pivot,) = tables(at)
+    assert list(pivot.columns) == ["method", "feedback rate 0.1", "feedback rate 0.5", "feedback rate 1"]
+    assert list(pivot["method"]) == ["SLARouter (sidebar settings)", "oracle"]
+    assert not any("| method |" in m.value for m in at.markdown)
+    at.selectbox(key="w_rs_pivot_metric").set_value("seeds ≥ alpha").run()
+    (pivot,) = tables(at)
+    assert pivot.iloc[0, 1].endswith("/8")  # 4 benchmarks x 2 seeds, summed
+    at.selectbox(key="w_rs_pivot_bench").set_value("history").run()
+    (pivot,) = tables(at)
+    assert pivot.iloc[0, 1].endswith("/2")
     at.text_input(key="w_rs_values").set_value("0.1, 2").run()
     assert "out of range" in at.error[0].value
+
+
+def test_an_impossible_feedback_setting_is_explained():
+    at = open_app(PAGE)
+    at.multiselect(key="w_rs_methods").set_value(["oracle"])
+    at.multiselect(key="w_rs_feedback").set_value(["bursty"])  # on 25% of the time: rate <= 0.25
+    at.text_input(key="w_rs_values").set_value("0.1, 0.5")
+    at.text_input(key="w_rs_seeds").set_value("1").run()
+    at.button(key="w_rs_run").click().run()
+    assert not at.exception
+    assert "could not start" in at.error[0].value and "exceeds 1" in at.error[0].value
+
+
+def test_a_chart_that_cannot_be_rendered_is_explained(monkeypatch):
+    vl_convert = pytest.importorskip("vl_convert")
+
+    def broken(*args, **kwargs):
+        raise ValueError("font not found\n    at render (svg.js:1:2)")
+
+    st.cache_data.clear()
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", broken)
+    at = open_app(PAGE)
+    at.multiselect(key="w_exp_methods").set_value(["oracle"])
+    at.text_input(key="w_exp_seeds").set_value("1").run()
+    at.button(key="w_exp_run").click().run()
+    assert not at.exception
+    assert [w.value for w in at.warning] == ["The chart could not be rendered as SVG: font not found"]
+    labels = download_labels(at)
+    assert "Chart (PNG)" in labels and "Chart (SVG)" not in labels
+    st.cache_data.clear()

@@ -1,0 +1,27 @@
+"""Method specs: presets, the method:key=value form, the fixed V of a spec."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from slarouter_core import experiments as E
+
+
+def test_bad_method_specs():
+    with pytest.raises(ValueError, match="unknown method"):
+        E.MethodSpec("nope")
+    with pytest.raises(ValueError, match="unknown method"):
+        E.parse_method("nope:x=1")
+    with pytest.raises(ValueError, match="key=value"):
+        E.parse_method("slarouter:V")
+    assert E.parse_method("slarouter:V=0.0001,mode=paper").params == {"V": 0.0001, "mode": "paper"}
+
+
+def test_a_spec_names_its_fixed_v():
+    assert E.parse_method("slarouter:V=0.0001").fixed_v == 1e-4
+    assert E.PRESETS["slarouter"].fixed_v == 1e-5
+    assert math.isnan(E.PRESETS["slarouter_ddv"].fixed_v) and math.isnan(E.PRESETS["oracle"].fixed_v)
+    assert E.PRESETS["slarouter"].name == "SLARouter (fixed V)"
+    assert E.MethodSpec("carrot", {"mu": 0.5}).name == "carrot(mu=0.5)"
