@@ -27,13 +27,13 @@ Any kind can route labels through a simulated LLM judge (:mod:`slarouter_core.ju
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
 
 from .judge import JudgeModel
+from .validation import check_choice, check_number
 
 FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
 KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
@@ -54,20 +54,13 @@ class FeedbackConfig:
     judge: JudgeModel | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"feedback kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        if not (_num(self.burst_length) and self.burst_length >= 1):
-            raise ValueError(f"burst_length must be a number >= 1, got {self.burst_length!r}")
-        if not (_num(self.on_fraction) and 0 < self.on_fraction <= 1):
-            raise ValueError(f"on_fraction must be in (0, 1], got {self.on_fraction!r}")
-        if not (_num(self.negative_ratio) and self.negative_ratio > 0):
-            raise ValueError(f"negative_ratio must be > 0, got {self.negative_ratio!r}")
-        if not (_num(self.delay) and self.delay >= 0):
-            raise ValueError(f"delay must be a number >= 0 (steps), got {self.delay!r}")
-        if self.delay_dist not in ("fixed", "geometric"):
-            raise ValueError(f"delay_dist must be 'fixed' or 'geometric', got {self.delay_dist!r}")
-        if not (_num(self.drift_mix) and 0 <= self.drift_mix <= 0.5):
-            raise ValueError(f"drift_mix must be in [0, 0.5], got {self.drift_mix!r}")
+        check_choice("feedback kind", self.kind, KINDS)
+        check_number("burst_length", self.burst_length, low=1.0)
+        check_number("on_fraction", self.on_fraction, low=0.0, high=1.0, low_open=True)
+        check_number("negative_ratio", self.negative_ratio, low=0.0, low_open=True)
+        check_number("delay", self.delay, low=0.0)
+        check_choice("delay_dist", self.delay_dist, ("fixed", "geometric"))
+        check_number("drift_mix", self.drift_mix, low=0.0, high=0.5)
         if self.judge is not None and not isinstance(self.judge, JudgeModel):
             raise TypeError("judge must be a JudgeModel or None")
 
@@ -94,10 +87,6 @@ class FeedbackConfig:
         if d.get("judge") is not None:
             d["judge"] = JudgeModel(**d["judge"])
         return cls(**d)
-
-
-def _num(x) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
 
 
 @dataclass(frozen=True)

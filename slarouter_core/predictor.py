@@ -48,23 +48,17 @@ class PredictorConfig:
     steps_per_feedback: int = 1
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        from .validation import check_choice, check_int, check_number
+
+        check_number("dropout", self.dropout, low=0.0, high=1.0, high_open=True)
         for name in ("lr", "clip_norm"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0.0 <= self.momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if int(self.batch_size) != self.batch_size or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size}")
-        if self.lr_schedule not in ("fixed", "diminishing"):
-            raise ValueError(f"lr_schedule must be 'fixed' or 'diminishing', got {self.lr_schedule!r}")
-        if self.warmup not in ("partial", "full"):
-            raise ValueError(f"warmup must be 'partial' or 'full', got {self.warmup!r}")
-        if int(self.steps_per_feedback) != self.steps_per_feedback or self.steps_per_feedback < 1:
-            raise ValueError("steps_per_feedback must be a positive integer")
+            check_number(name, getattr(self, name), low=0.0, low_open=True)
+        check_number("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
+        check_number("weight_decay", self.weight_decay, low=0.0)
+        check_int("batch_size", self.batch_size, low=1)
+        check_choice("lr_schedule", self.lr_schedule, ("fixed", "diminishing"))
+        check_choice("warmup", self.warmup, ("partial", "full"))
+        check_int("steps_per_feedback", self.steps_per_feedback, low=1)
 
     def to_dict(self) -> dict:
         return asdict(self)

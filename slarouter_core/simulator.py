@@ -21,6 +21,7 @@ from .data import RoutingData
 from .feedback import FeedbackConfig, FeedbackPlan, drift_order, make_plan
 from .metrics import Summary, summarize
 from .router import NO_FEEDBACK, RouterConfig, SLARouter
+from .validation import check_bool, check_int, check_number
 
 PAPER_SEEDS = (42, 1, 1234)
 
@@ -51,12 +52,10 @@ class SimulationConfig:
             raise TypeError("router must be a RouterConfig")
         if not isinstance(self.feedback, FeedbackConfig):
             raise TypeError("feedback must be a FeedbackConfig")
-        r = self.feedback_rate
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r <= 1.0:
-            raise ValueError(f"feedback_rate must be in [0, 1], got {r!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
-        self.feedback.check_rate(float(r))
+        r = check_number("feedback_rate", self.feedback_rate, low=0.0, high=1.0)
+        check_int("seed", int(self.seed) if isinstance(self.seed, np.integer) else self.seed, low=0)
+        check_bool("shuffle", self.shuffle)
+        self.feedback.check_rate(r)
 
     def to_dict(self) -> dict:
         return {"router": self.router.to_dict(), "feedback_rate": self.feedback_rate,

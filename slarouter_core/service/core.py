@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..encoders import TextEncoder, get_encoder
-from ..router import LATE_WINDOW, MODES, RouterConfig, SLARouter
+from ..router import LATE_WINDOW, RouterConfig, SLARouter
+from ..validation import check_int, check_number
 from .zoo import Zoo
 
 ROUTER_FILE = "router.safetensors"
@@ -64,17 +65,11 @@ class ServiceConfig:
 
     def __post_init__(self) -> None:
         self.router_config()  # alpha and mode are validated by RouterConfig
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r} (choose from {', '.join(MODES)})")
-        if isinstance(self.checkpoint_every_s, bool) or not isinstance(self.checkpoint_every_s, (int, float)) \
-                or not math.isfinite(self.checkpoint_every_s) or self.checkpoint_every_s <= 0:
-            raise ValueError(f"checkpoint_every_s must be a number > 0, got {self.checkpoint_every_s!r}")
+        check_number("checkpoint_every_s", self.checkpoint_every_s, low=0.0, low_open=True)
         if not isinstance(self.instance, str) or not self.instance.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"instance must be letters, digits, '-' or '_', got {self.instance!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
-        if isinstance(self.history, bool) or not isinstance(self.history, int) or self.history < 1:
-            raise ValueError(f"history must be a positive integer, got {self.history!r}")
+        check_int("seed", self.seed, low=0)
+        check_int("history", self.history, low=1)
 
     def router_config(self) -> RouterConfig:
         return RouterConfig(alpha=self.alpha, mode=self.mode)

@@ -40,7 +40,7 @@ class BrokenEncoder(HashingEncoder):
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"alpha": 1.2}, "alpha"), ({"alpha": 0.8, "mode": "nope"}, "unknown mode"),
+    ({"alpha": 1.2}, "alpha"), ({"alpha": 0.8, "mode": "nope"}, "mode must be one of paper, guarded, contextual"),
     ({"alpha": 0.8, "checkpoint_every_s": 0}, "checkpoint_every_s"),
     ({"alpha": 0.8, "instance": "a b"}, "instance"), ({"alpha": 0.8, "seed": -1}, "seed"),
 ])
