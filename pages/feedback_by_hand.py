@@ -5,32 +5,70 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _shared as sh
-from slarouter_core.live import HandSession
+from slarouter_core.live import (ROUTER_COLORS, ROUTER_MODES, HandRouters, feedback_model_choices,
+                                 settings_change)
+
+FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
+                 "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
+                 "late. drift: the workload shifts from one half of the benchmarks to the other.")
 
 st.title("Feedback by hand")
-st.caption("The router (settings from the sidebar; change them on Live run) picks a model for each request "
-           "and shows why: per model, the predicted satisfaction `shat`, the cost term `V*C` and the queue term "
-           "`Q*(alpha - shat)`; it serves the lowest score (their sum) unless it explores. "
-           "Your thumbs are the user's feedback.")
+st.caption("Each router you pick decides the same request and shows why: per model, the predicted satisfaction "
+           "`shat`, the cost term `V*C` and the queue term `Q*(alpha - shat)`; it serves the lowest score (their "
+           "sum) unless it explores. Your thumbs are the user's feedback on one answer; it goes to the router(s) "
+           "that served it. Other settings: the sidebar (change them on Live run).")
 ss = st.session_state
 data = sh.current_data()
 spec = sh.data_spec()
 run = sh.run_settings()
 
+
+def on_feedback_model() -> None:
+    """The feedback model is a shared setting: apply it, or say why not and put the box back."""
+    new, problems = settings_change(sh.run_settings(), {"feedback_model": ss.w_hand_fbmodel}, data)
+    if problems:
+        ss.hand_error = "Not applied: " + problems["feedback_model"]
+        ss.w_hand_fbmodel = sh.run_settings().feedback_model
+    else:
+        sh.set_run_settings(new)
+
+
+def on_routers() -> None:
+    if not ss.w_hand_routers:
+        ss.hand_error = "Pick at least one router: keeping " + ", ".join(ss.hand.routers) + "."
+        ss.w_hand_routers = list(ss.hand.routers)
+
+
 emb = sh.embeddings(data)
 if emb is not None:
-    key = (spec, run)
+    o = st.columns([2, 1])
+    routers = o[0].multiselect("Routers (each decides the same request)", ROUTER_MODES, key="w_hand_routers",
+                               on_change=on_routers,
+                               **({} if "w_hand_routers" in ss else {"default": ss.get("hand_routers", [run.mode])}),
+                               help="paper: Algorithm 1 as published. guarded: text-blind, escalates to hold the "
+                                    "SLA. contextual: learns from the text which model solves it. One thumbs "
+                                    "press judges one answer; where the routers chose different models you pick "
+                                    "which one.")
+    choices = feedback_model_choices()
+    o[1].selectbox("Simulated users' feedback model", choices, key="w_hand_fbmodel", on_change=on_feedback_model,
+                   **({} if "w_hand_fbmodel" in ss else {"index": choices.index(run.feedback_model)}),
+                   help=FEEDBACK_HELP + " It gives the automatic feedback below (a shared setting: Live run "
+                                        "uses it too).")
+    ss.hand_routers = list(routers)  # kept when the page (and so its widget) is left
+    run = sh.run_settings()
+    key = (spec, run, tuple(routers))
     if ss.get("hand_key") != key:
-        ss.hand = HandSession(data, emb, run, auto_feedback=ss.get("w_auto", True),
+        ss.hand = HandRouters(data, emb, run, routers=routers, auto_feedback=ss.get("w_auto", True),
                               learn_from_all=ss.get("w_learn_all", True))
         ss.hand_key = key
-    hand: HandSession = ss.hand
+    hand: HandRouters = ss.hand
 
     o1, o2 = st.columns(2)
     hand.auto_feedback = o1.toggle(
         "Automatic feedback from simulated users", value=hand.auto_feedback, key="w_auto",
-        help=f"On: requests you skip and background traffic get the logged outcome as feedback with rate "
-             f"{run.feedback_rate:g}. Off: you are the only user giving feedback.")
+        help=f"On: requests you skip, answers you did not judge and background traffic get the logged outcome as "
+             f"feedback with rate {run.feedback_rate:g}, following the feedback model ({run.feedback_model}). "
+             "Off: you are the only user giving feedback.")
     hand.learn_from_all = o2.toggle(
         "Learn from every thumbs", value=hand.learn_from_all, key="w_learn_all",
         help="Algorithm 1 trains the predictor only on feedback for explored requests. On: your verdict on "
@@ -46,7 +84,7 @@ if emb is not None:
         ss.hand.serve_auto(100)
 
     def reset() -> None:
-        ss.hand = HandSession(data, emb, run, auto_feedback=ss.hand.auto_feedback,
+        ss.hand = HandRouters(data, emb, run, routers=ss.hand.routers, auto_feedback=ss.hand.auto_feedback,
                               learn_from_all=ss.hand.learn_from_all)
 
     def route_typed() -> None:
@@ -60,12 +98,12 @@ if emb is not None:
         except ValueError as exc:
             ss.hand_error = str(exc)
 
-    def on_thumbs(req_id: int) -> None:
-        value = ss.get(f"fb_{req_id}")
+    def on_thumbs(round_id: int) -> None:
+        value = ss.get(f"fb_{round_id}")
         cur = ss.hand.current
-        if value is None or cur is None or cur.id != req_id or cur.answered:
+        if value is None or cur is None or cur.id != round_id or cur.answered:
             return
-        ss.hand.answer(int(value))
+        ss.hand.answer(int(value), router=ss.get(f"judge_{round_id}"))
 
     b = st.columns([2, 2, 1])
     b[0].button("Next request from the stream", type="primary", on_click=next_request, key="w_next",
@@ -76,46 +114,75 @@ if emb is not None:
     with st.expander("Type a request instead"):
         st.text_area("Your request", key="w_typed", placeholder="e.g. Prove rigorously that the sum of ...")
         st.button("Route my request", on_click=route_typed, key="w_route_typed")
-        st.caption("A typed request is charged each model's mean cost on this data.")
+        st.caption("A typed request is charged each model's mean cost on this data. It has no logged answer; "
+                   "for a real one, ask a running service (at the bottom of this page).")
     if ss.get("hand_error"):
         st.error(ss.pop("hand_error"))
 
+    fed = ", ".join(f"{m} {s.n_feedback:,}" for m, s in hand.sessions.items())
     st.caption(f"Stream position {hand.position:,} of {data.n_requests:,} · {hand.auto_served:,} served in the "
-               f"background · feedback received so far: {hand.router.n_feedback:,}")
+               f"background · feedback received so far: {fed}")
 
     cur = hand.current
     if cur is None:
         st.info("Press **Next request from the stream** (or type one) to see the router decide.")
-        st.metric("Queue Q", f"{hand.q:.4g}")
+        st.metric(f"Queue Q ({hand.routers[0]})", f"{hand.primary.q:.4g}")
     else:
-        d = cur.decision
-        with st.container(border=True):
-            st.markdown(f"**Request #{cur.id}** · {cur.benchmark}")
-            st.markdown(f"> {cur.text}")
-            m = st.columns(5)
-            m[0].metric("Served by", data.models[d.model])
-            m[1].metric("Why", hand.why(cur),
-                        help=f"Exploration probability this step: {d.p_explore:.3f}")
-            if cur.answered:
-                m[2].metric("Queue Q", f"{cur.q_after:.4g}", delta=f"{cur.q_after - cur.q_before:+.4g}",
-                            delta_color="inverse")
-            else:
-                m[2].metric("Queue Q", f"{cur.q_before:.4g}", help="Changes when you answer (or skip).")
-            m[3].metric("V", f"{d.v:.3g}")
-            m[4].metric("alpha", f"{d.alpha:.3f}")
-            table = hand.explanation(cur)
-            st.dataframe(table, hide_index=True, width="stretch",
-                         column_config={c: st.column_config.NumberColumn(format="%.4g")
-                                        for c in table.columns if c not in ("model", "chosen")})
-            if not cur.answered:
-                st.markdown("**Was this answer good?**")
-            st.feedback("thumbs", key=f"fb_{cur.id}", on_change=on_thumbs, args=(cur.id,))
-            if cur.answered and cur.feedback is not None:
-                verdict = "up" if cur.feedback == 1 else "down"
-                learned = "the predictor trained on it" if cur.trained else "the predictor did not train on it"
-                st.success(f"Recorded thumbs {verdict}: Q went from {cur.q_before:.4g} to {cur.q_after:.4g}; "
-                           f"{learned}.")
+        st.markdown(f"**Request #{cur.id}** · {cur.benchmark}")
+        st.markdown(f"> {cur.text}")
+        for mode, req in cur.requests.items():
+            session = hand.sessions[mode]
+            d = req.decision
+            with st.container(border=True):
+                st.markdown(f"<span style='color:{ROUTER_COLORS[mode]};font-size:1.3em'>&#9632;</span> "
+                            f"**{mode}** serves **{data.models[d.model]}**", unsafe_allow_html=True)
+                m = st.columns([1.4, 1.4, 1, 1, 0.7])  # model names and "lowest score" in full
+                m[0].metric(f"Served by ({mode})", data.models[d.model])
+                m[1].metric(f"Why ({mode})", hand.sessions[mode].why(req),
+                            help=f"Exploration probability this step: {d.p_explore:.3f}")
+                if req.answered:
+                    m[2].metric(f"Queue Q ({mode})", f"{req.q_after:.4g}", delta=f"{req.q_after - req.q_before:+.4g}",
+                                delta_color="inverse")
+                else:
+                    m[2].metric(f"Queue Q ({mode})", f"{req.q_before:.4g}", help="Changes when you answer (or skip).")
+                m[3].metric(f"V ({mode})", f"{d.v:.3g}")
+                m[4].metric("alpha", f"{d.alpha:.3f}")
+                st.caption(session.logged_outcome(req))
+                left, right = st.columns([3, 2])
+                table = session.explanation(req)
+                left.dataframe(table, hide_index=True, width="stretch",
+                               column_config={c: st.column_config.NumberColumn(format="%.4g")
+                                              for c in table.columns if c not in ("model", "chosen")})
+                bars = session.shat_chart(req)
+                right.vega_lite_chart(bars.frame, bars.spec, width="stretch")
+                if req.answered and req.feedback is not None:
+                    verdict = "up" if req.feedback == 1 else "down"
+                    learned = "the predictor trained on it" if req.trained else "the predictor did not train on it"
+                    st.success(f"Recorded thumbs {verdict} for {mode}: Q went from {req.q_before:.4g} to "
+                               f"{req.q_after:.4g}; {learned}.")
+                elif req.answered and cur.feedback is not None:
+                    st.caption(f"Not judged by you: {mode} served another answer ({req.source}).")
 
+        answers = cur.answers()
+        with st.container(border=True):
+            if len(answers) > 1:
+                options = [routers_[0] for routers_ in answers.values()]
+                st.radio("The routers chose different models: which answer do you judge?", options,
+                         key=f"judge_{cur.id}", disabled=cur.answered, horizontal=True,
+                         format_func=lambda r: f"{data.models[cur.requests[r].decision.model]} "
+                                               f"(served by {', '.join(answers[cur.requests[r].decision.model])})")
+                judged = ss.get(f"judge_{cur.id}") or options[0]
+            else:
+                judged = hand.routers[0]
+            req = cur.requests[judged]
+            if not cur.answered:
+                st.markdown(f"**Was this answer good?** The answer of **{data.models[req.decision.model]}** "
+                            f"(served by {', '.join(answers[req.decision.model])}). "
+                            + hand.sessions[judged].logged_outcome(req))
+            st.feedback("thumbs", key=f"fb_{cur.id}", on_change=on_thumbs, args=(cur.id,))
+
+    q = hand.q_chart()
+    st.vega_lite_chart(q.frame, q.spec, width="stretch")
     st.subheader("Your feedback history")
     hist = hand.history_frame()
     st.dataframe(hist, hide_index=True, width="stretch")

@@ -8,8 +8,8 @@ from dataclasses import replace
 import streamlit as st
 
 from pages import _shared as sh
-from slarouter_core.live import (LIMITS, ROUTER_MODES, LiveRun, RunSettings, clamp_setting, feedback_model_choices,
-                                 human_cost, settings_json)
+from slarouter_core.live import (ROUTER_MODES, LiveRun, RunSettings, describe_reset, feedback_model_choices,
+                                 human_cost, settings_change, settings_json)
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
@@ -19,82 +19,102 @@ ss = st.session_state
 data = sh.current_data()
 spec = sh.data_spec()
 run = sh.run_settings()
-mid = run.resolved_alpha(data)
+
+# widget key -> setting; every widget goes through one check (settings_change): a value
+# that cannot be used is named in plain text above the buttons and the widget goes back
+# to the value the run uses (no silent red box with the reason on hover only)
+KEYS = {"w_routers": "routers", "w_alpha": "alpha", "w_c": "c", "w_vmode": "fixed_v", "w_V": "V", "w_qmax": "q_max",
+        "w_eps": "eps", "w_rate": "feedback_rate", "w_seed": "seed", "w_tick": "per_tick", "w_fbmodel": "feedback_model"}
 
 
-def lim(name: str, value: float | None = None) -> dict:
-    """min/max of a widget from the shared limits, and the current value clamped into them
-    (so a value from a shared link can never break the page)."""
-    lo, hi = LIMITS[name]
-    cast = int if name in ("seed", "per_tick") else float
-    value = getattr(run, name) if value is None else value
-    return {"min_value": cast(lo), "max_value": cast(hi), "value": cast(clamp_setting(name, cast(value)))}
+def shown(field: str, settings: RunSettings):
+    """What the widget of ``field`` shows for ``settings``."""
+    if field == "alpha":
+        return float(settings.resolved_alpha(data))
+    if field == "fixed_v":
+        return "fixed" if settings.fixed_v else "data-driven"
+    if field == "routers":
+        return list(settings.routers)
+    value = getattr(settings, field)
+    return int(value) if field in ("seed", "per_tick") else value
 
 
-with st.container(border=True):
-    routers = st.multiselect(
-        "routers, side by side on the same requests and feedback", ROUTER_MODES, default=list(run.routers),
-        key="w_routers",
+def on_setting(key: str) -> None:
+    """A widget changed: apply its value, or say why not and put the widget back."""
+    field, raw = KEYS[key], ss[key]
+    value = {"fixed_v": lambda v: v == "fixed", "routers": tuple, "seed": int, "per_tick": int}.get(
+        field, lambda v: v if isinstance(v, str) else float(v))(raw)
+    if field == "routers" and not value:
+        problems = {field: "pick at least one router; keeping " + ", ".join(sh.run_settings().routers) + "."}
+    else:
+        new, problems = settings_change(sh.run_settings(), {field: value}, data)
+    if problems:
+        ss.live_rejected = ss.get("live_rejected", []) + list(problems.values())
+        ss[key] = shown(field, sh.run_settings())
+    else:
+        sh.set_run_settings(new)
+
+
+def widget(key: str) -> dict:
+    """key, change callback and (first time only) the value in use of a settings widget."""
+    out = {"key": key, "on_change": on_setting, "args": (key,)}
+    if key not in ss:
+        out["value"] = shown(KEYS[key], run)
+    return out
+
+
+# settings live in the sidebar: Start, Pause, the headline and the charts stay on one screen
+with st.sidebar:
+    st.markdown("### Live run settings")
+    st.multiselect(
+        "routers, side by side on the same requests and feedback", ROUTER_MODES,
+        default=None if "w_routers" in ss else list(run.routers), key="w_routers", on_change=on_setting,
+        args=("w_routers",),
         help="paper: Algorithm 1 as published. guarded: text-blind, holds the SLA by escalating to the priciest "
              "model (its V is v_scale = 10 times the V below). contextual: learns from the request text which "
              "model solves it and certifies the SLA with its own confidence bound (c, V, Q_max and epsilon do not "
              "apply; docs/IMPROVED.md). Each router gets the same request order and feedback plan. The first "
              "one is also the router of Feedback by hand and Experiments.")
-    c1, c2, c3, c4 = st.columns(4)
-    alpha_lim = lim("alpha", run.resolved_alpha(data))
-    alpha = c1.number_input("alpha: target satisfaction", step=0.005, format="%.3f", key="w_alpha",
-                            help="Share of requests that must satisfy the user. Default: halfway between the "
-                                 "accuracies of the two most expensive models.", **alpha_lim)
-    c = c1.number_input("c: exploration scale", step=0.05, key="w_c",
-                        help="Explore with probability min(1, c / t^(1/4)).", **lim("c"))
-    v_mode = c2.radio("V (cost weight)", ["data-driven", "fixed"], index=int(run.fixed_v), horizontal=True,
-                      key="w_vmode")
-    V, q_max, eps = run.V, run.q_max, run.eps
-    if v_mode == "fixed":
-        V = c2.number_input(f"V (per {data.cost_unit})", format="%.3e", key="w_V", **lim("V"))
+    st.number_input("alpha: target satisfaction", step=0.005, format="%.3f",
+                    help="Share of requests that must satisfy the user. Default: halfway between the "
+                         "accuracies of the two most expensive models.", **widget("w_alpha"))
+    st.number_input("c: exploration scale", step=0.05, help="Explore with probability min(1, c / t^(1/4)).",
+                    **widget("w_c"))
+    vm = widget("w_vmode")
+    vm["index"] = ["data-driven", "fixed"].index(vm.pop("value", shown("fixed_v", run)))
+    st.radio("V (cost weight)", ["data-driven", "fixed"], horizontal=True, **vm)
+    if run.fixed_v:
+        st.number_input(f"V (per {data.cost_unit})", format="%.3e", **widget("w_V"))
     else:
-        q_max = c2.number_input("Q_max", key="w_qmax", **lim("q_max"))
-        eps = c2.number_input("epsilon", format="%.4f", key="w_eps",
-                              help="V = Q_max * epsilon / (mean cost gap, cheapest to dearest).", **lim("eps"))
-    rate = c3.slider("feedback rate", 0.0, 1.0, float(clamp_setting("feedback_rate", run.feedback_rate)), 0.01,
-                     key="w_rate", help="Probability that a user gives feedback on a request.")
-    seed = c3.number_input("seed", step=1, key="w_seed", help="Changing the seed starts a new run.", **lim("seed"))
-    tick = c4.number_input("requests per tick", step=50, key="w_tick", **lim("per_tick"))
-    period = c4.number_input("seconds between ticks", min_value=0.1, max_value=10.0,
+        st.number_input("Q_max", **widget("w_qmax"))
+        st.number_input("epsilon", format="%.4f",
+                        help="V = Q_max * epsilon / (mean cost gap, cheapest to dearest).", **widget("w_eps"))
+    st.slider("feedback rate", 0.0, 1.0, step=0.01, help="Probability that a user gives feedback on a request.",
+              **widget("w_rate"))
+    choices = feedback_model_choices()
+    fb = widget("w_fbmodel")
+    if "value" in fb:
+        fb["index"] = choices.index(fb.pop("value")) if run.feedback_model in choices else 0
+    st.selectbox("feedback model", choices, help=FEEDBACK_HELP, **fb)
+    st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
+                    **widget("w_seed"))
+    st.number_input("requests per tick", step=50, **widget("w_tick"))
+    period = st.number_input("seconds between ticks", min_value=0.1, max_value=10.0,
                              value=float(ss.get("live_period", 0.3)), step=0.1, key="w_period")
     ss.live_period = float(period)
-    choices = feedback_model_choices()
-    fb_model = run.feedback_model
-    if len(choices) > 1:
-        fb_model = c3.selectbox("feedback model", choices, help=FEEDBACK_HELP,
-                                index=choices.index(run.feedback_model) if run.feedback_model in choices else 0,
-                                key="w_fbmodel")
-    else:
-        c3.caption("Feedback model: IID (each request gives feedback with the rate above).")
+    st.divider()
 
-if not routers:
-    st.warning("Pick at least one router: keeping " + ", ".join(run.routers) + ".")
-    routers = list(run.routers)
-
-try:
-    new = RunSettings(alpha=None if run.alpha is None and math.isclose(alpha, mid, abs_tol=5e-4) else float(alpha),
-                      c=float(c), fixed_v=v_mode == "fixed", V=float(V), q_max=float(q_max), eps=float(eps),
-                      feedback_rate=float(rate), seed=int(seed), per_tick=int(tick), feedback_model=fb_model,
-                      mode=routers[0] if tuple(routers) != run.routers else run.mode, routers=tuple(routers))
-    new.simulation_config(data)  # e.g. a bursty feedback model cannot realise every rate
-except ValueError as exc:
-    st.error(f"Settings not applied: {exc}")
-    new = run
-if new != run:
-    sh.set_run_settings(new)
-    run = new
+st.caption("Settings are in the sidebar (each one is also in the page URL); change them while the run goes on.")
+for problem in ss.pop("live_rejected", []):
+    st.error(f"Settings not applied: {problem}")
 
 emb = sh.embeddings(data)
 if emb is not None:
     key = (spec, replace(run, per_tick=1))  # the tick size changes the pace, not the run
     if ss.get("live_key") != key:
         if ss.get("live") is not None and ss.live.t > 0:
-            ss.live_note = "New settings: the run started again from the first request."
+            ss.live_note = describe_reset(ss.live_key[1], key[1]) if ss.live_key[0] == spec else \
+                "New data: the run was reset and starts again from the first request."
         ss.live = LiveRun(data, emb, run, routers=run.routers)
         ss.live_key = key
         ss.live_running = False
@@ -117,7 +137,7 @@ if emb is not None:
 
     note = ss.pop("live_note", None)
     if note:
-        st.info(note)
+        st.warning(note)
     b = st.columns([1, 1, 1, 1, 2, 2])
     b[0].button("Start", type="primary", on_click=start, disabled=bool(ss.live_running) or live.done, key="w_start")
     b[1].button("Pause", on_click=pause, disabled=not ss.live_running, key="w_pause")
@@ -187,7 +207,8 @@ if emb is not None:
                    f"Charts show at most 2,000 points per series; the CSV has every request.")
         charts = {cf.key: cf for cf in live.charts()}
         left, right = st.columns(2)
-        for col, name in ((left, "queue"), (right, "cost"), (left, "satisfaction")):
+        # Q beside what the queue believed: a missed SLA with Q near 0 explains itself
+        for col, name in ((left, "queue"), (right, "belief"), (left, "satisfaction"), (right, "cost")):
             cf = charts[name]
             col.vega_lite_chart(cf.frame, cf.spec, width="stretch")
         ratios = [cf for key, cf in charts.items() if key.startswith("ratio")]

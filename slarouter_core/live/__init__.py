@@ -12,19 +12,21 @@ from ..router import MODES as ROUTER_MODES
 from .charts import (FAST_RENDER, MAX_POINTS, METHOD_COLORS, RATIO_WINDOW, REFERENCE_COLORS, ROUTER_COLORS,
                      SPARE_COLORS, ChartFrame, color_encoding, model_colors, series_color)
 from .experiment_charts import ALPHA_LABEL, comparison_chart, sweep_charts
-from .hand import HandRequest, HandSession
+from .hand import HandRequest, HandRound, HandRouters, HandSession, shat_bars
 from .lazy_encoder import LazyEncoder
-from .run import LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, Q_LABEL, REFERENCES, V_NOTE, LiveRun
+from .run import (BELIEF_KINDS, LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, Q_LABEL, REFERENCES, V_NOTE, LiveRun,
+                  belief_series)
 from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, DataSpec, RunSettings, clamp_setting,
-                       feedback_model_choices, feedback_model_fields, parse_numbers, settings_from_query,
-                       settings_json, settings_method_params, settings_to_query)
+                       describe_reset, feedback_model_choices, feedback_model_fields, limit_problem, parse_numbers,
+                       settings_change, settings_from_query, settings_json, settings_method_params,
+                       settings_to_query)
 from .tables import benchmark_table, display_scale, human_cost, zoo_table
 
 __all__ = ["ROUTER_MODES", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_WINDOW", "REFERENCE_COLORS",
            "ROUTER_COLORS", "SPARE_COLORS", "ChartFrame", "color_encoding", "model_colors", "series_color",
-           "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandSession", "LazyEncoder",
-           "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "Q_LABEL", "REFERENCES", "V_NOTE", "LiveRun",
+           "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandRound", "HandRouters", "HandSession", "shat_bars", "LazyEncoder",
+           "BELIEF_KINDS", "belief_series", "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "Q_LABEL", "REFERENCES", "V_NOTE", "LiveRun",
            "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "SOURCES", "DataSpec", "RunSettings", "clamp_setting",
-           "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
+           "describe_reset", "limit_problem", "settings_change", "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
            "settings_json", "settings_method_params", "settings_to_query", "benchmark_table", "display_scale",
            "human_cost", "zoo_table"]

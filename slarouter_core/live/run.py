@@ -31,9 +31,21 @@ ORACLE_MAX_CELLS = 2_000_000
 ORACLE_SYNC_CELLS = 50_000
 Q_LABEL = {"paper": "virtual queue Q", "guarded": "decision queue (Q plus its margin)",
            "contextual": "certified shortfall"}
+#: the two lines per router of the belief chart: the satisfaction its queue used, the real one
+BELIEF_KINDS = ("queue's belief (feedback, else its estimate)", "real")
 V_NOTE = {"guarded": "guarded mode multiplies V by its v_scale ({scale:g}), so it shows {scale:g} times the "
                      "V of the settings",
           "contextual": "V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)"}
+
+
+def belief_series(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Running mean of the satisfaction values a router's queue used (``s_used``: the
+    feedback where there was some, else its own estimate; where a step left it NaN, the
+    delayed-feedback path, the estimate of the served model ``shat_served``) and the
+    running real satisfaction (``satisfied``), from :meth:`Simulation.arrays`."""
+    used = np.asarray(arrays["s_used"], np.float64)
+    used = np.where(np.isfinite(used), used, np.asarray(arrays["shat_served"], np.float64))
+    return running_mean(used), running_mean(arrays["satisfied"])
 
 
 class LiveRun:
@@ -120,7 +132,11 @@ class LiveRun:
 
     def v_note(self, mode: str) -> str:
         note = V_NOTE.get(mode, "")
-        return note.format(scale=self.sims[mode].config.router.v_scale) if note else ""
+        return note.format(scale=self._v_scale(mode)) if note else ""
+
+    def _v_scale(self, mode: str) -> float:
+        """What the guarded mode multiplies the settings' V by (1 in the other modes)."""
+        return float(self.sims[mode].config.router.guarded.v_scale) if mode == "guarded" else 1.0
 
     def router_headline(self, mode: str) -> dict[str, Any]:
         """One router's satisfaction against alpha, cost as a multiple of the static mixture,
@@ -128,12 +144,11 @@ class LiveRun:
         sim = self.sims[mode]
         k = sim.t
         scale, unit = display_scale(self.data.cost_unit)
-        rcfg = sim.config.router
         out: dict[str, Any] = {"mode": mode, "label": self.labels[mode], "color": ROUTER_COLORS[mode],
                                "q_label": Q_LABEL[mode], "v_note": self.v_note(mode),
                                "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit}
         if k == 0:
-            v = sim.router.current_v() * (rcfg.v_scale if mode == "guarded" else 1.0)
+            v = sim.router.current_v() * self._v_scale(mode)
             return {**out, "served": 0, "cost": 0.0, "cost_raw": 0.0, "cost_unit": unit,
                     "satisfaction": float("nan"), "sla": "not started", "v": v, "q": 0.0, "explored": 0,
                     "feedback": 0, "vs_mixture": float("nan"), "saved": 0.0, "saved_share": float("nan"),
@@ -163,18 +178,24 @@ class LiveRun:
             enc["scale"]["range"][names.index(label)] = ROUTER_COLORS[m]
         return enc
 
+    def _served(self, mode: str, k: int) -> dict[str, np.ndarray]:
+        """Router ``mode``'s trace arrays (``Simulation.arrays``) cut to the first ``k``
+        requests, so that every router's series end at the same request."""
+        return {name: v[:k] for name, v in self.sims[mode].arrays().items()}
+
     def charts(self, max_points: int | None = None) -> list[ChartFrame]:
         """The streaming charts, each series thinned to about ``max_points`` (default
         ``MAX_POINTS`` shared by the routers, so a redraw costs about the same with three
-        routers as with one): queue, cost, satisfaction (keys as named), the call ratio per
-        router (``ratio`` for the first, ``ratio:<mode>`` for the others) and ``events``."""
+        routers as with one): queue, cost, satisfaction, ``belief`` (the satisfaction each
+        queue used against the real one), the call ratio per router (``ratio`` for the first,
+        ``ratio:<mode>`` for the others) and ``events``. Everything is read from
+        :meth:`Simulation.arrays` (the served steps)."""
         if max_points is None:
             max_points = max(500, MAX_POINTS // len(self.routers))
         k = self.t
         n = self.n_requests
         idx = thin_indices(k, max_points)
         t = idx + 1
-        rows = self.sim.order[:k]
         scale, unit = display_scale(self.data.cost_unit)
         labels = [self.labels[m] for m in self.routers]
         multi = len(self.routers) > 1
@@ -184,7 +205,8 @@ class LiveRun:
             return [0.0, top * 1.05 if top > 0 else 1.0]
         out = []
 
-        qs = {self.labels[m]: self.sims[m]._q[:k][idx] for m in self.routers}
+        arrs = {m: self._served(m, k) for m in self.routers}
+        qs = {self.labels[m]: arrs[m]["q"][idx] for m in self.routers}
         out.append(ChartFrame("queue", _long(t, qs),
                               _chart_spec("Virtual queue Q_t" + (" (contextual: certified shortfall)"
                                                                  if "contextual" in self.routers else ""),
@@ -193,8 +215,7 @@ class LiveRun:
 
         oracle = self._oracle_cum
         ref = thin_indices(k, max(2, max_points // 8))
-        parts = [(self.labels[m], t, np.cumsum(self.data.costs[rows, self.sims[m]._model[:k]])[idx] / scale)
-                 for m in self.routers]
+        parts = [(self.labels[m], t, np.cumsum(arrs[m]["cost"])[idx] / scale) for m in self.routers]
         if k:
             parts.append(("static mixture", ref + 1, self._mix_cum[ref] / scale))
             if oracle is not None:
@@ -213,9 +234,7 @@ class LiveRun:
 
         sat_parts, lo = [], []
         for m in self.routers:
-            sim = self.sims[m]
-            sat = self.data.solved[rows, sim._model[:k]]
-            sat_parts.append((self.labels[m], t, running_mean(sat)[idx]))
+            sat_parts.append((self.labels[m], t, running_mean(arrs[m]["satisfied"])[idx]))
             ts, vs = self._lcb[m]
             band = np.full(len(t), np.nan, np.float32)
             if ts and m != "paper":
@@ -235,11 +254,13 @@ class LiveRun:
                                          rule=self.alpha, rule_label=f"alpha = {100 * self.alpha:.1f}%",
                                          percent=True, y_domain=[0.0, 1.0], band=True)))
 
+        out.append(self._belief_chart(arrs, t, idx, labels, multi))
+
         band_idx = thin_indices(k, max(2, max_points // 4))
         lo_w = np.maximum(0, band_idx + 1 - RATIO_WINDOW)
         width = (band_idx + 1 - lo_w)[:, None]
         for i, m in enumerate(self.routers):
-            model = self.sims[m]._model[:k]
+            model = arrs[m]["model"]
             counts = np.zeros((k + 1, self.data.n_models), np.int64)
             if k:
                 np.cumsum(np.eye(self.data.n_models, dtype=np.int64)[model], axis=0, out=counts[1:])
@@ -257,9 +278,8 @@ class LiveRun:
         kinds = ["exploration", "feedback"] + ([] if multi else ["predictor update"])
         events, names = [], []
         for m in self.routers:
-            sim = self.sims[m]
-            explored = sim._explored[:k]
-            fb = sim._feedback[:k] != NO_FEEDBACK
+            explored = arrs[m]["explored"]
+            fb = arrs[m]["feedback"] != NO_FEEDBACK
             for label, mask in (("exploration", explored), ("feedback", fb), ("predictor update", explored & fb)):
                 if label not in kinds:
                     continue
@@ -286,6 +306,31 @@ class LiveRun:
         out.append(ChartFrame("events", ev, spec))
         return out
 
+    def _belief_chart(self, arrs: dict[str, dict[str, np.ndarray]], t: np.ndarray, idx: np.ndarray,
+                      labels: list[str], multi: bool) -> ChartFrame:
+        """Per router, the running mean of the satisfaction its queue used against the real
+        running satisfaction, with alpha: a missed SLA with Q near 0 shows up as a belief
+        line above alpha while the real line is below it (the queue was told all is well)."""
+        values = []
+        for m in self.routers:
+            believed, real = belief_series(arrs[m])
+            values += [believed[idx], real[idx]]
+        n_lines = len(values)
+        frame = pd.DataFrame({
+            "t": np.tile(t, n_lines).astype(np.int32),
+            "series": pd.Categorical.from_codes(np.repeat(np.arange(n_lines, dtype=np.int16) // 2, len(t)),
+                                                categories=labels),
+            "value": (np.concatenate(values) if values else np.zeros(0)).astype(np.float32),
+            "kind": pd.Categorical.from_codes(np.repeat(np.arange(n_lines, dtype=np.int8) % 2, len(t)),
+                                              categories=list(BELIEF_KINDS))})
+        dash = {"field": "kind", "type": "nominal", "sort": list(BELIEF_KINDS),
+                "scale": {"domain": list(BELIEF_KINDS), "range": [[6, 3], [1, 0]]},
+                "legend": {"title": None, "orient": "bottom", "symbolType": "stroke", "labelLimit": 0}}
+        return ChartFrame("belief", frame, _chart_spec(
+            "What the queue believes against real satisfaction", "running satisfaction",
+            self._colors(labels, "router" if multi else None), self.n_requests, rule=self.alpha,
+            rule_label=f"alpha = {100 * self.alpha:.1f}%", percent=True, y_domain=[0.0, 1.0], dash=dash))
+
     def tradeoff_chart(self) -> ChartFrame:
         """Cost per request against satisfaction: each router a point that moves as the run
         goes on; the single models (whole data), the static-mixture frontier (the cheapest
@@ -298,9 +343,8 @@ class LiveRun:
                                                for j, m in enumerate(data.models)]
         for m in self.routers:
             if k:
-                a = self.sims[m]
-                pts.append((self.labels[m], float(data.costs[a.order[:k], a._model[:k]].mean()),
-                            float(data.solved[a.order[:k], a._model[:k]].mean())))
+                a = self._served(m, k)
+                pts.append((self.labels[m], float(a["cost"].mean()), float(a["satisfied"].mean())))
         if oracle is not None and oracle_sat is not None and k:
             pts.append(("oracle", float(oracle[k - 1] / k), float(oracle_sat[k - 1] / k)))
         frame = pd.DataFrame({"series": [p[0] for p in pts], "cost": np.array([p[1] for p in pts], np.float64),

@@ -131,6 +131,80 @@ def clamp_setting(name: str, value: float) -> float:
     return type(value)(min(max(value, lo), hi))
 
 
+def limit_problem(name: str, value: float) -> str | None:
+    """Why ``value`` cannot be used for setting ``name`` (outside ``LIMITS``), as a plain
+    sentence; None when it is inside. The pages check here instead of letting a widget's
+    own bounds reject a value silently (red box, reason on hover only)."""
+    lo, hi = LIMITS[name]
+    if value > hi:
+        return f"{name} = {value:g} is above the highest allowed value ({hi:g})"
+    if value < lo:
+        return f"{name} = {value:g} is below the lowest allowed value ({lo:g})"
+    return None
+
+
+def settings_change(current: RunSettings, changes: Mapping[str, Any],
+                    data: RoutingData | None = None) -> tuple[RunSettings, dict[str, str]]:
+    """``current`` with ``changes`` (setting name to new value) applied one at a time.
+
+    A change that is outside ``LIMITS``, that ``RunSettings`` rejects, or (given ``data``)
+    that the simulation rejects (e.g. a bursty feedback model that cannot realise the rate)
+    is left out and named in the returned problems (setting name to a plain sentence), so
+    that the page can say why and put that widget back to the value in use. Changing
+    ``routers`` makes the first router the session's ``mode`` (the router of the other pages).
+    """
+    new = current
+    problems: dict[str, str] = {}
+    for name, value in changes.items():
+        if name in LIMITS and isinstance(value, (int, float)) and not isinstance(value, bool):
+            why = limit_problem(name, value)
+            if why:
+                problems[name] = f"{why}; keeping {_shown(current, name, data)}."
+                continue
+        kw: dict[str, Any] = {name: value}
+        if name == "routers" and tuple(value) != current.routers and value:
+            kw = {"routers": tuple(value), "mode": value[0]}
+        try:
+            candidate = replace(new, **kw)
+            if data is not None:
+                candidate.simulation_config(data)
+        except (ValueError, TypeError) as exc:
+            problems[name] = f"{exc}; keeping {_shown(current, name, data)}."
+            continue
+        new = candidate
+    return new, problems
+
+
+def _shown(run: RunSettings, name: str, data: RoutingData | None) -> str:
+    """A setting's value in use, as a user reads it."""
+    if name == "alpha" and run.alpha is None:
+        return f"alpha = {run.resolved_alpha(data):.3f} (midpoint)" if data is not None else "the midpoint alpha"
+    value = getattr(run, name)
+    if name == "routers":
+        return ", ".join(value)
+    return f"{name} = {value:g}" if isinstance(value, float) else f"{name} = {value}"
+
+
+def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] = ("per_tick",)) -> str | None:
+    """Why a run in progress started again: each changed setting with its old and new value
+    (None when nothing that restarts a run changed). A new seed gets its reason spelled
+    out: it draws a new request order and feedback plan, so the old run cannot go on."""
+    changed = [f.name for f in fields(RunSettings) if f.name not in ignore
+               and getattr(old, f.name) != getattr(new, f.name)]
+    if not changed:
+        return None
+
+    def text(run: RunSettings, name: str) -> str:
+        v = getattr(run, name)
+        if name == "alpha" and v is None:
+            return "midpoint"
+        return ", ".join(v) if isinstance(v, tuple) else (f"{v:g}" if isinstance(v, float) else str(v))
+    what = "; ".join(f"{n} {text(old, n)} -> {text(new, n)}" for n in changed)
+    head = "The seed changed" if changed == ["seed"] else "Settings changed"
+    why = " (a seed fixes the request order and the feedback plan)" if "seed" in changed else ""
+    return f"{head} ({what}): the run was reset and starts again from the first request{why}."
+
+
 def feedback_model_choices() -> tuple[str, ...]:
     """Feedback models the core offers (``slarouter_core.feedback.KINDS``; ``iid`` first)."""
     return ("iid",) + tuple(k for k in KINDS if k != "iid")

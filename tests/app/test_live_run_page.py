@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from slarouter_core.data import load_parquet
+from slarouter_core.live import BELIEF_KINDS
 
 from .conftest import APP, open_app
 
@@ -42,7 +44,7 @@ def test_widgets_change_what_the_simulation_receives():
 def charts_by_key(at) -> dict:
     """Charts by a short key (the first word of their title; call ratios by router)."""
     out = {}
-    for c in at.get("vega_lite_chart"):
+    for c in at.main.get("vega_lite_chart"):
         title = json.loads(c.proto.spec)["title"]
         key = title.split(" (")[0]
         out[key] = c
@@ -51,8 +53,8 @@ def charts_by_key(at) -> dict:
 
 def test_step_draws_every_chart_from_the_run():
     at = open_app(PAGE, tick="300")
-    # queue, cost, satisfaction, a call ratio per router, cost against satisfaction, events
-    assert len(at.get("vega_lite_chart")) == 7
+    # queue, cost, satisfaction, belief, a call ratio per router, cost against satisfaction, events
+    assert len(at.main.get("vega_lite_chart")) == 8
     at.button(key="w_step").click().run()
     at.button(key="w_step").click().run()
     charts = charts_by_key(at)
@@ -74,10 +76,10 @@ def test_step_draws_every_chart_from_the_run():
 def test_long_histories_are_thinned_to_about_2000_points():
     at = open_app(PAGE, tick="2500")
     at.button(key="w_step").click().run()
-    streaming = [c for c in at.get("vega_lite_chart")
+    streaming = [c for c in at.main.get("vega_lite_chart")
                  if json.loads(c.proto.spec)["title"].split(" (")[0] not in ("Cost against satisfaction",
                                                                            "Where exploration and feedback happened")]
-    assert len(streaming) == 5
+    assert len(streaming) == 6
     for chart in streaming:
         rows = chart_rows(chart)
         per_series = {}
@@ -151,13 +153,73 @@ def test_the_first_router_is_the_mode_of_the_other_pages():
     assert at.query_params["mode"] == "guarded" and at.query_params["routers"] == "guarded,paper"
 
 
-def test_changing_the_seed_mid_run_says_that_the_run_started_again():
+def test_changing_the_seed_mid_run_says_that_the_run_was_reset_and_why():
     at = open_app(PAGE)
     at.button(key="w_step").click().run()
     assert at.session_state.live.t == 200
     at.number_input(key="w_seed").set_value(8).run()
     assert at.session_state.live.t == 0
-    assert any("started again" in i.value for i in at.info)
+    text = " ".join(w.value for w in at.main.warning)
+    assert "The seed changed (seed 42 -> 8): the run was reset" in text
+    assert "request order and the feedback plan" in text
+    at.button(key="w_step").click().run()  # said once, not on every rerun
+    assert not at.main.warning
+
+
+def test_a_new_seed_before_the_first_request_resets_nothing_and_says_nothing():
+    at = open_app(PAGE)
+    at.number_input(key="w_seed").set_value(8).run()
+    assert not at.main.warning and at.session_state.live.sim.config.seed == 8
+
+
+def test_settings_sit_in_the_sidebar_and_the_buttons_right_above_headline_and_charts():
+    at = open_app(PAGE)
+    for kind in ("number_input", "slider", "multiselect", "selectbox", "radio"):
+        assert not getattr(at.main, kind), kind  # nothing of the settings pushes the demo down
+    for key in ("w_alpha", "w_c", "w_qmax", "w_eps", "w_seed", "w_tick", "w_period"):
+        assert at.sidebar.number_input(key=key) is not None
+    assert at.sidebar.slider(key="w_rate") and at.sidebar.multiselect(key="w_routers")
+    order = [node for node in at.main if getattr(node, "type", None) in ("button", "metric", "arrow_vega_lite_chart")
+             or type(node).__name__ in ("Button", "Metric", "UnknownElement")]
+    kinds = [type(n).__name__ for n in order]
+    first_button, first_metric = kinds.index("Button"), kinds.index("Metric")
+    charts = [i for i, n in enumerate(order) if type(n).__name__ == "UnknownElement"]
+    assert first_button < first_metric < charts[0]  # Start/Pause/Reset, headline, then the charts
+    assert [b.key for b in at.main.button][:4] == ["w_start", "w_pause", "w_step", "w_reset"]
+
+
+def test_a_rejected_value_is_said_in_words_and_the_widget_goes_back():
+    at = open_app(PAGE, alpha="0.7")
+    at.number_input(key="w_alpha").set_value(1.5).run()
+    text = " ".join(e.value for e in at.main.error)
+    assert "alpha = 1.5 is above the highest allowed value (0.999); keeping alpha = 0.7" in text
+    assert at.number_input(key="w_alpha").value == 0.7  # the widget shows the value in use
+    assert at.session_state.run_settings.alpha == 0.7
+    at.number_input(key="w_c").set_value(-1.0).run()
+    assert "c = -1 is below the lowest allowed value (0)" in at.main.error[0].value
+    assert at.number_input(key="w_c").value == 0.1
+    at.multiselect(key="w_routers").set_value([]).run()
+    assert "pick at least one router" in at.main.error[0].value
+    assert at.multiselect(key="w_routers").value == ["paper", "contextual"]
+    at.number_input(key="w_c").set_value(0.3).run()  # a good value goes through, no message
+    assert not at.main.error and at.session_state.run_settings.c == 0.3
+
+
+def test_the_belief_chart_shows_what_each_queue_used_against_the_real_satisfaction():
+    at = open_app(PAGE, tick="300")
+    at.button(key="w_step").click().run()
+    chart = charts_by_key(at)["What the queue believes against real satisfaction"]
+    spec = json.loads(chart.proto.spec)
+    rule = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"][0]
+    assert rule["data"]["values"][0]["label"].startswith("alpha = ")
+    rows = chart_rows(chart)
+    live = at.session_state.live
+    for mode in live.routers:
+        a = live.sims[mode].arrays()
+        used = np.where(np.isfinite(a["s_used"]), a["s_used"], a["shat_served"])
+        last = {r["kind"]: r["value"] for r in rows if r["series"] == mode and r["t"] == 300}
+        assert last[BELIEF_KINDS[0]] == pytest.approx(used.mean(), rel=1e-5)
+        assert last["real"] == pytest.approx(a["satisfied"].mean(), rel=1e-5)
 
 
 def test_a_mode_from_the_link_survives_a_visit_to_live_run():

@@ -23,7 +23,7 @@ def rows(chart) -> list[dict]:
 
 def specs(at) -> dict[str, tuple[dict, object]]:
     out = {}
-    for c in at.get("vega_lite_chart"):
+    for c in at.main.get("vega_lite_chart"):
         spec = json.loads(c.proto.spec)
         out[spec["title"].split(" (")[0]] = (spec, c)
     return out

@@ -9,10 +9,10 @@ import pytest
 
 from slarouter_core.data import from_frame, midpoint_alpha
 from slarouter_core.encoders import embed_texts
-from slarouter_core.live import (DataSpec, HandSession, LazyEncoder, LiveRun, RunSettings, benchmark_table,
-                                 display_scale, settings_from_query, settings_json, settings_to_query,
-                                 zoo_table)
-from slarouter_core.simulator import simulate
+from slarouter_core.live import (BELIEF_KINDS, DataSpec, HandRouters, HandSession, LazyEncoder, LiveRun, RunSettings,
+                                 belief_series, benchmark_table, describe_reset, display_scale, settings_change,
+                                 settings_from_query, settings_json, settings_to_query, zoo_table)
+from slarouter_core.simulator import Simulation, simulate
 from tests.conftest import make_frame
 
 
@@ -110,7 +110,7 @@ def test_charts_are_thinned_and_end_at_the_latest_values(small):
     live = LiveRun(data, emb, RunSettings(alpha=0.7, feedback_rate=0.5))
     live.step(350)
     charts = {c.key: c for c in live.charts(max_points=50)}
-    assert set(charts) == {"queue", "cost", "satisfaction", "ratio", "events"}
+    assert set(charts) == {"queue", "cost", "satisfaction", "belief", "ratio", "events"}
     for key in ("queue", "cost", "satisfaction", "ratio"):
         per_series = charts[key].frame.groupby("series", observed=True).size()
         assert per_series.max() <= 50
@@ -311,3 +311,157 @@ def test_why_names_the_guard_escalation(small):
     assert "escalated (guard)" in seen
     paper = HandSession(data, emb, RunSettings(alpha=0.75))
     assert "predictor after" not in paper.explanation(paper.next_from_stream()).columns
+
+
+# -- settings changed from a widget ------------------------------------------------------------
+def test_a_change_outside_the_limits_is_named_and_not_applied(small):
+    data, _ = small
+    run = RunSettings(alpha=0.7, c=0.2)
+    new, problems = settings_change(run, {"alpha": 1.5, "c": 0.4}, data)
+    assert new == RunSettings(alpha=0.7, c=0.4)  # the good change goes through
+    assert problems == {"alpha": "alpha = 1.5 is above the highest allowed value (0.999); keeping alpha = 0.7."}
+    _, problems = settings_change(RunSettings(), {"alpha": 0.0001}, data)
+    assert problems["alpha"].startswith("alpha = 0.0001 is below the lowest allowed value (0.001); keeping alpha = ")
+    assert "(midpoint)" in problems["alpha"]
+
+
+def test_a_change_the_simulation_rejects_is_named_too(small):
+    data, _ = small
+    run = RunSettings(feedback_rate=0.5)
+    new, problems = settings_change(run, {"feedback_model": "bursty"}, data)
+    assert new == run and "bursty feedback" in problems["feedback_model"]
+    assert problems["feedback_model"].endswith("keeping feedback_model = iid.")
+
+
+def test_new_routers_make_the_first_one_the_mode():
+    new, problems = settings_change(RunSettings(), {"routers": ("guarded", "paper")})
+    assert not problems and (new.routers, new.mode) == (("guarded", "paper"), "guarded")
+
+
+def test_a_reset_says_which_setting_changed_and_why():
+    text = describe_reset(RunSettings(seed=42), RunSettings(seed=8))
+    assert text.startswith("The seed changed (seed 42 -> 8): the run was reset and starts again")
+    assert "request order and the feedback plan" in text
+    assert describe_reset(RunSettings(per_tick=10), RunSettings(per_tick=99)) is None
+    text = describe_reset(RunSettings(), RunSettings(alpha=0.7, c=0.3))
+    assert text.startswith("Settings changed (alpha midpoint -> 0.7; c 0.1 -> 0.3)")
+
+
+# -- the belief chart ---------------------------------------------------------------------------
+def test_belief_uses_the_queue_values_and_the_estimate_where_they_are_missing():
+    arrays = {"s_used": np.array([1.0, np.nan, 0.0, np.nan]), "shat_served": np.array([0.5, 0.6, 0.7, 0.2]),
+              "satisfied": np.array([1, 0, 0, 1], np.int8)}
+    believed, real = belief_series(arrays)
+    np.testing.assert_allclose(believed, [1.0, 0.8, 1.6 / 3, 0.45])
+    np.testing.assert_allclose(real, [1.0, 0.5, 1 / 3, 0.5])
+
+
+@pytest.mark.parametrize("fb_model", ["iid", "delayed"])
+def test_belief_chart_ends_at_each_routers_running_means(small, fb_model):
+    data, emb = small
+    live = LiveRun(data, emb, RunSettings(alpha=0.7, feedback_rate=0.5, feedback_model=fb_model),
+                   routers=["paper", "contextual"])
+    live.step(300)
+    frame = {c.key: c for c in live.charts(max_points=60)}["belief"].frame
+    for mode in live.routers:
+        a = live.sims[mode].arrays()
+        used = np.where(np.isfinite(a["s_used"]), a["s_used"], a["shat_served"])
+        mine = frame[(frame["series"] == mode) & (frame["t"] == 300)].set_index("kind")["value"]
+        assert mine[BELIEF_KINDS[0]] == pytest.approx(used.mean(), rel=1e-5)
+        assert mine["real"] == pytest.approx(a["satisfied"].mean(), rel=1e-5)
+        assert (frame["series"] == mode).sum() <= 2 * 60
+
+
+# -- hand feedback: feedback models and several routers -------------------------------------------
+@pytest.mark.parametrize("fb_model", ["negative", "drift", "bursty"])
+def test_hand_simulated_users_follow_the_simulators_plan(small, fb_model):
+    data, emb = small
+    settings = RunSettings(alpha=0.65, feedback_rate=0.2, seed=4, feedback_model=fb_model)
+    hand = HandSession(data, emb, settings)
+    sim = Simulation(data, emb, settings.simulation_config(data))
+    np.testing.assert_array_equal(hand.order, sim.order)
+    np.testing.assert_array_equal(hand.plan, sim.feedback_plan)
+    hand.serve_auto(150)
+    sim.step(150)
+    assert hand.q == pytest.approx(sim.router.decision_queue())
+    assert hand.n_feedback == hand.router.n_feedback == sim.router.n_feedback
+
+
+def test_hand_delayed_feedback_arrives_late_as_in_the_simulator(small):
+    data, emb = small
+    settings = RunSettings(alpha=0.65, feedback_rate=0.5, seed=2, feedback_model="delayed")
+    hand = HandSession(data, emb, settings)
+    sim = Simulation(data, emb, settings.simulation_config(data))
+    hand.serve_auto(40)
+    assert hand.n_feedback == 0  # every verdict is 50 requests late
+    hand.serve_auto(160)
+    sim.step(200)
+    assert hand.router.n_feedback == sim.router.n_feedback > 0
+    assert hand.q == pytest.approx(sim.router.decision_queue())
+    # a skipped stream request's verdict is on its way, not applied at once
+    req = hand.next_from_stream()
+    hand.next_from_stream()
+    if hand.plan[req.stream_pos, req.decision.model] >= 0:
+        assert "on its way" in req.source
+
+
+def test_several_routers_get_the_same_request_and_one_verdict_goes_to_the_judged_answer(small):
+    data, emb = small
+    hand = HandRouters(data, emb, RunSettings(alpha=0.75, feedback_rate=0.0), routers=("paper", "guarded",
+                                                                                          "contextual"))
+    assert hand.routers == ("paper", "guarded", "contextual")
+    hand.serve_auto(30)
+    for _ in range(80):
+        rnd = hand.next_from_stream()
+        assert len({r.row for r in rnd.requests.values()}) == 1 and len({r.id for r in rnd.requests.values()}) == 1
+        if len(rnd.answers()) > 1:
+            break
+        hand.answer(1)
+        assert set(rnd.judged) == set(hand.routers)  # the same answer for all: each got the verdict
+    assert len(rnd.answers()) > 1
+    with pytest.raises(ValueError, match="different models"):
+        hand.answer(0)
+    judged = hand.routers[-1]
+    before = {m: s.n_feedback for m, s in hand.sessions.items()}
+    hand.answer(0, router=judged)
+    model = rnd.requests[judged].decision.model
+    assert rnd.judged == tuple(m for m in hand.routers if rnd.requests[m].decision.model == model)
+    for m, s in hand.sessions.items():
+        assert s.n_feedback == before[m] + (m in rnd.judged)  # rate 0: no automatic verdicts
+        assert rnd.requests[m].answered
+    with pytest.raises(ValueError, match="no open request"):
+        hand.answer(1, router=judged)
+    hist = hand.history_frame()
+    assert list(hist["router"][-3:]) == ["paper", "guarded", "contextual"]
+    assert hist.groupby("id").size().eq(3).all()
+    q = hand.q_chart().frame
+    assert set(q["series"]) == set(hand.routers)
+    assert (q["kind"] == "your verdict").sum() == sum(len(r.judged) for r in hand.rounds if r.feedback is not None)
+
+
+def test_typed_request_reaches_every_router_and_has_no_logged_answer(small):
+    data, emb = small
+    hand = HandRouters(data, emb, RunSettings(), routers=("paper", "contextual"))
+    with pytest.raises(ValueError, match="width"):
+        hand.route_text("hello", np.zeros(3))
+    assert hand.current is None and all(s.current is None for s in hand.sessions.values())
+    rnd = hand.route_text("hello there", emb[0])
+    for mode, req in rnd.requests.items():
+        assert req.logged is None and req.router == mode
+        assert hand.sessions[mode].logged_outcome(req).startswith("Typed request: there is no logged answer")
+    stream = hand.next_from_stream().requests["paper"]
+    assert stream.logged == data.solved[stream.row, stream.decision.model]
+    assert hand.sessions["paper"].logged_outcome(stream).startswith("Logged outcome: in the data, ")
+
+
+def test_estimate_bars_before_and_after_a_verdict(small):
+    data, emb = small
+    hand = HandSession(data, emb, RunSettings(c=0.0))
+    hand.serve_auto(1)
+    req = hand.next_from_stream()
+    np.testing.assert_allclose(req.shat_before, req.decision.shat)  # paper mode: the predictor's output
+    assert set(hand.shat_chart(req).frame["when"]) == {"before"}
+    hand.answer(0)
+    frame = hand.shat_chart(req).frame
+    np.testing.assert_allclose(frame.loc[frame["when"] == "after", "shat"], req.shat_after)
+    assert list(frame.loc[frame["when"] == "before", "model"]) == list(data.models)
