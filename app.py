@@ -35,15 +35,22 @@ def page_icon() -> Image.Image:
 st.set_page_config(page_title="SLARouter", page_icon=page_icon(), layout="wide")
 sh.init_session()
 
-pages = [
-    st.Page("pages/data_page.py", title="Data", icon=":material/table:", url_path="data", default=True),
-    st.Page("pages/live_run.py", title="Live run", icon=":material/monitoring:", url_path="live"),
-    st.Page("pages/feedback_by_hand.py", title="Feedback by hand", icon=":material/thumbs_up_down:",
-            url_path="feedback"),
-    st.Page("pages/experiments_page.py", title="Experiments", icon=":material/science:", url_path="experiments"),
-    st.Page("pages/service_page.py", title="Service", icon=":material/dns:", url_path="service"),
-]
-page = st.navigation(pages)
+#: script, title, icon, and the URL used where a page's URL must not be its file's name
+#: (see ``sh.url_path``)
+PAGES = [("pages/data_page.py", "Data", ":material/table:", "data"),
+         ("pages/live_run.py", "Live run", ":material/monitoring:", "live"),
+         ("pages/feedback_by_hand.py", "Feedback by hand", ":material/thumbs_up_down:", "feedback"),
+         ("pages/experiments_page.py", "Experiments", ":material/science:", "experiments"),
+         ("pages/service_page.py", "Service", ":material/dns:", "service")]
+pages = [st.Page(path, title=title, icon=icon, url_path=sh.url_path(path, other), default=i == 0)
+         for i, (path, title, icon, other) in enumerate(PAGES)]
+# Streamlit's own sidebar list is off (``client.showSidebarNavigation = false`` in
+# .streamlit/config.toml): on the first run after a start it would list the files of
+# ``pages/`` ("app, data page, ..., shared") for a moment; the links are drawn here instead
+page = st.navigation(pages, position="hidden")
+with st.sidebar:
+    for p in pages:
+        st.page_link(p)
 
 sh.current_data()  # validates the session's data (falls back to the demo with a note)
 if st.session_state.get("url_problems"):
@@ -66,18 +73,25 @@ spec = sh.data_spec()
 run = sh.run_settings()
 with st.sidebar:
     st.markdown("### Dataset")
-    name = "built-in demo" if spec.source == "demo" else \
-        st.session_state.get("upload_names", {}).get(spec.path, spec.path.split("/")[-1])
+    name = sh.display_name(spec).rstrip("/").split("/")[-1]  # a path's last part: the sidebar is narrow
     st.markdown(f"**{name}**" + (" · :orange-badge[SYNTHETIC]" if data.synthetic else ""))
     bench = ", ".join(spec.benchmarks) if spec.benchmarks else f"all {len(data.benchmark_names)}"
     st.caption(f"{data.n_requests:,} requests · benchmarks: {bench} · cost: {data.cost_metric} "
                f"({data.cost_unit}) · encoder: {spec.encoder}")
-    st.markdown("### Model zoo (cheapest first)")
+    for w in data.warnings:  # e.g. a model left out for want of its outcomes: said on every page
+        st.caption(f":orange[{w}]")
+    st.markdown(f"### Model zoo ({data.n_models} models, cheapest first)")
+    frame, chart = sh.zoo_picture(spec, per_benchmark=False, legend=False, labels=False, height=180)
+    st.vega_lite_chart(frame, chart, width="stretch")
+    st.caption("Accuracy against cost (log scale); the green line is the cheapest static mix of models.")
     zoo = zoo_table(data)
-    cost_col = f"mean cost ({data.cost_unit})"
-    zoo.insert(1, "cost/request", [human_cost(v, data.cost_unit) for v in zoo[cost_col]])
-    st.dataframe(zoo, hide_index=True, width="stretch", column_order=["model", "cost/request", "accuracy"],
-                 column_config={"accuracy": st.column_config.NumberColumn("acc.", format="%.3f")})
+    zoo.insert(1, "cost/request", [human_cost(v, data.cost_unit) for v in zoo[f"mean cost ({data.cost_unit})"]])
+    # the numbers have fixed widths and the name takes the rest: a long name is cut, never a number
+    st.dataframe(zoo, hide_index=True, width="stretch", height=min(35 * (data.n_models + 1) + 3, 390),
+                 column_order=["model", "cost/request", "accuracy"],
+                 column_config={"model": st.column_config.TextColumn("model", width=112),
+                                "cost/request": st.column_config.TextColumn(data.cost_unit, width=72),
+                                "accuracy": st.column_config.NumberColumn("acc.", format="%.3f", width=48)})
     st.markdown("### Settings")
     alpha = run.resolved_alpha(data)
     v_text = f"V = {run.V:g} (fixed)" if run.fixed_v else f"V data-driven (Q_max = {run.q_max:g}, eps = {run.eps:g})"

@@ -9,22 +9,71 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
-from slarouter_core.data import DataValidationError, RoutingData
+from slarouter_core.data import DataValidationError, RoutingData, choose_cost, unit_of
 from slarouter_core.encoders import EmbeddingCache, EncoderUnavailableError, get_encoder
 from slarouter_core.experiments import load_any
+from slarouter_core.importers import file_cost_metrics
 from slarouter_core.live import DataSpec, LazyEncoder, RunSettings, settings_from_query, settings_to_query
+from slarouter_core.live.tables import zoo_chart
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_PATH = REPO / "data" / "demo.parquet"
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "slarouter-uploads"
+
+
+# -- the first visit after a server start ------------------------------------------------
+def leave_pages_folder_mode() -> None:
+    """Turn off Streamlit's old pages-folder mode, and rerun if this run was made in it.
+
+    Why: a server starts in that mode because a ``pages/`` folder sits beside ``app.py``
+    (``PagesManager.uses_pages_directory``, cleared only when ``st.navigation`` runs). A
+    run in that mode does not execute ``app.py``: Streamlit lists ``pages/*.py`` itself
+    (the sidebar "app, data page, ..., shared") and runs the file the URL names, or shows
+    "Page not found". The pages' URLs are their files' names (:func:`url_path`), so the
+    very first run after a start finds the page a shared link names, without a dialog;
+    this module is the first thing such a page imports, so the run stops here, before the
+    page draws anything, the mode is switched off for good, and the rerun goes through
+    ``app.py``'s frame and navigation like every later run.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if PagesManager.uses_pages_directory and get_script_run_ctx() is not None:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+#: ``AppTest`` (streamlit.testing) sets the pages-folder mode again before every run,
+#: where a URL equal to a file's name would run that page without ``app.py``'s frame
+#: (sidebar, URL sync): under it the pages keep URLs unlike their files' names, and every
+#: run falls back to the frame as it always did. A served app never imports it.
+_UNDER_APP_TEST = "streamlit.testing.v1.app_test" in sys.modules
+
+
+def url_path(script: str, other: str) -> str:
+    """A page's URL: its file's name (``pages/live_run.py`` is ``/live_run``), so that a
+    first visit after a server start opens it (see :func:`leave_pages_folder_mode`).
+
+    ``other`` is used instead for a page that does not import this module (its file run
+    in pages-folder mode would never reach the frame: a first visit to it shows "Page not
+    found", then the page) and under ``AppTest`` (see :data:`_UNDER_APP_TEST`).
+    """
+    source = (REPO / script).read_text(encoding="utf-8")
+    imports_shared = "from pages import _shared" in source or "import pages._shared" in source
+    return Path(script).stem if imports_shared and not _UNDER_APP_TEST else other
+
+
+leave_pages_folder_mode()
 
 
 # -- session settings -------------------------------------------------------------------
@@ -92,27 +141,81 @@ def load_data(spec: DataSpec) -> RoutingData:
     return _load(str(p), _stamp(p), spec.cost, spec.benchmarks)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _zoo_chart(path: str, stamp: float, cost: str, benchmarks: tuple[str, ...], per_benchmark: bool,
+               legend: bool, labels: bool, height: int) -> tuple[pd.DataFrame, dict]:
+    return zoo_chart(_load(path, stamp, cost, benchmarks), per_benchmark=per_benchmark, legend=legend,
+                     labels=labels, height=height)
+
+
+def zoo_picture(spec: DataSpec, per_benchmark: bool = True, legend: bool = True, labels: bool = True,
+                height: int = 200) -> tuple[pd.DataFrame, dict]:
+    """:func:`zoo_chart` of the spec's data, kept per dataset: a 20-model zoo's frontiers
+    take a few LPs per benchmark, which every rerun of a page would otherwise solve again."""
+    p = source_path(spec)
+    return _zoo_chart(str(p), _stamp(p), spec.cost, spec.benchmarks, per_benchmark, legend, labels, height)
+
+
 def current_data() -> RoutingData:
-    """The session's dataset; if it cannot be loaded any more, back to the demo with a note."""
+    """The session's dataset. A link whose cost the file lacks loads with a cost the file
+    has (:func:`choose_cost`); a dataset that cannot be loaded any more falls back to the
+    demo; either way with a note that names the file as the user knows it."""
     spec = data_spec()
     try:
         return load_data(spec)
     except (DataValidationError, ValueError, OSError) as exc:
-        st.session_state.setdefault("url_problems", []).append(
-            f"Could not load {spec.path or spec.source}: {exc}. Showing the built-in demo instead.")
+        notes = st.session_state.setdefault("url_problems", [])
+        if spec.source != "demo":
+            try:
+                cost = choose_cost(file_cost_metrics(source_path(spec)), spec.cost)
+                if cost != spec.cost:
+                    data = load_data(replace(spec, cost=cost))
+                    set_data_spec(replace(spec, cost=cost))
+                    notes.append(f"{display_name(spec)} has no cost '{spec.cost}': using '{cost}' "
+                                 f"({unit_of(cost)}) instead.")
+                    return data
+            except (DataValidationError, ValueError, OSError):
+                pass
+        notes.append(f"Could not load {display_name(spec)}: {'; '.join(problem_lines(exc))} "
+                     "Showing the built-in demo instead.")
         set_data_spec(replace(DataSpec(), encoder=spec.encoder))
         return load_data(data_spec())
 
 
+def display_name(spec: DataSpec) -> str:
+    """The dataset's name as the user knows it: an upload's own file name, never the name
+    of the server's stored copy; a path as typed; the demo as such."""
+    if spec.source == "demo":
+        return "built-in demo"
+    return st.session_state.get("upload_names", {}).get(spec.path, spec.path)
+
+
+def problem_lines(exc: Exception) -> list[str]:
+    """An error's problems as plain sentences, each upload's stored copy (its path or file
+    name) replaced by the name of the file the user uploaded."""
+    problems = [str(p) for p in (getattr(exc, "problems", None) or [str(exc)])]
+    for path, name in st.session_state.get("upload_names", {}).items():
+        problems = [p.replace(path, name).replace(str(Path(path).parent) + "/", "") for p in problems]
+    return problems
+
+
+def _upload_file_name(name: str) -> str:
+    """The uploaded file's own name, safe as one path component."""
+    base = Path(str(name).replace("\\", "/").replace("\x00", "")).name.strip()
+    return base if base not in ("", ".", "..") else "upload" + Path(str(name)).suffix.lower()
+
+
 def save_upload(name: str, payload: bytes) -> Path:
-    """Write an uploaded file under a content-addressed name (kept, never unpickled)."""
-    suffix = Path(name).suffix.lower()
-    UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
-    path = UPLOAD_DIR / f"{hashlib.sha1(payload).hexdigest()[:16]}{suffix}"
+    """Write an uploaded file, kept under its own name in a folder named by its content
+    (never unpickled): messages that name the file then name the user's file."""
+    folder = UPLOAD_DIR / hashlib.sha1(payload).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / _upload_file_name(name)
     if not path.exists():
-        tmp = path.with_name(path.name + f".{os.getpid()}.part")
+        tmp = folder / f".{path.name}.{os.getpid()}.part"
         tmp.write_bytes(payload)
         tmp.replace(path)
+    st.session_state.setdefault("upload_names", {})[str(path)] = Path(path).name
     return path
 
 
@@ -178,13 +281,9 @@ def embeddings(data: RoutingData, spec: DataSpec | None = None) -> np.ndarray | 
     return emb
 
 
-def show_problems(exc: Exception, names: dict[str, str] | None = None) -> None:
-    """A validation error as plain sentences, one per line; ``names`` maps server paths
-    (an upload's stored copy) to the names the user knows (the uploaded file's name)."""
-    problems = [str(p) for p in (getattr(exc, "problems", None) or [str(exc)])]
-    for path, name in (names or {}).items():
-        problems = [p.replace(path, name).replace(Path(path).name, name) for p in problems]
-    st.error("The data could not be used:\n\n" + "\n".join(f"- {p}" for p in problems))
+def show_problems(exc: Exception) -> None:
+    """A validation error as plain sentences, one per line, naming uploads by their own name."""
+    st.error("The data could not be used:\n\n" + "\n".join(f"- {p}" for p in problem_lines(exc)))
 
 
 def fmt(x: float, digits: int = 3) -> str:

@@ -5,7 +5,11 @@ Schema (the paper's parquet, Appendix B "Dataset"):
 ``{model}_solved`` (0/1, required) plus numeric per-model columns such as
 ``{model}_energy_joules``, ``{model}_latency_ms``, ``{model}_prompt_tokens``,
 ``{model}_completion_tokens`` or any ``{model}_<metric>`` (e.g. ``{model}_cost_usd``).
-Models are discovered from the ``_solved`` columns and ordered by ascending mean cost.
+Models are discovered from the ``_solved`` columns and ordered by ascending mean cost. A
+name with per-model columns like theirs but no ``_solved`` column is never dropped without
+a word: a warning names it and its missing column (an error when fewer than two models
+remain). The costs a file offers can be read before loading it (:func:`parquet_cost_metrics`,
+:func:`choose_cost`).
 """
 
 from __future__ import annotations
@@ -200,6 +204,62 @@ def available_metrics(frame: pd.DataFrame, models: Sequence[str]) -> list[str]:
     return metrics
 
 
+def cost_metrics_of(frame: pd.DataFrame) -> list[str]:
+    """The routing costs a table offers (``X`` with ``{model}_X`` numeric for every model
+    found from its ``_solved`` columns), readable before the table is validated: a page
+    shows them first and loads with one the file has (:func:`choose_cost`)."""
+    return available_metrics(frame, discover_models(frame.columns))
+
+
+def choose_cost(available: Sequence[str], preferred: str = DEFAULT_COST) -> str:
+    """The cost to load a file with: ``preferred`` (the user's current choice) if the file
+    has it, else ``energy_joules`` if it has that, else its first metric.
+
+    Why: a file in dollars or milliseconds only must load as it is, not fail on the
+    previous dataset's joules. With no metric at all ``preferred`` is returned, so that
+    validation names the missing columns.
+    """
+    available = list(available)
+    for choice in (preferred, DEFAULT_COST):
+        if choice in available:
+            return choice
+    return available[0] if available else preferred
+
+
+def models_without_outcomes(frame: pd.DataFrame, models: Sequence[str]) -> dict[str, list[str]]:
+    """Names that carry per-model columns like the models do (``{name}_energy_joules``)
+    but no ``{name}_solved``: models that discovery would leave out without a word.
+
+    The suffixes compared are those every found model has (with no model found, the
+    known metrics such as ``energy_joules``). Returns each such name with its columns.
+    """
+    cols = [c for c in frame.columns if isinstance(c, str)]
+    known = set(models)
+    if models:
+        suffixes = {c[len(models[0]) + 1:] for c in cols if c.startswith(models[0] + "_")} - {"solved"}
+        suffixes = {x for x in suffixes if x and all(f"{m}_{x}" in frame.columns for m in models)}
+    else:
+        suffixes = set(KNOWN_UNITS)
+    out: dict[str, list[str]] = {}
+    for c in cols:
+        if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS or c.endswith(SOLVED_SUFFIX):
+            continue
+        for x in sorted(suffixes, key=len, reverse=True):
+            name = c[: -len(x) - 1]
+            if c.endswith("_" + x) and name and name not in known:
+                out.setdefault(name, []).append(c)
+                break
+    return out
+
+
+def _without_outcomes_sentence(name: str, columns: Sequence[str], zoo: Sequence[str] = ()) -> str:
+    """One model without outcomes, named with its columns; ``zoo``: the models kept."""
+    head = f"Model {name!r} left out of the zoo: " if zoo else f"Model {name!r} "
+    return (head + f"{'it ' if zoo else ''}has {', '.join(columns)} but no {name}{SOLVED_SUFFIX} "
+            f"column, so it cannot be routed. Add {name}{SOLVED_SUFFIX} (0/1 per request) to route it"
+            + (f"; the zoo is {', '.join(zoo)}." if zoo else "."))
+
+
 def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
                metadata: dict | None = None) -> RoutingData:
     """Validate a canonical frame and build :class:`RoutingData`.
@@ -220,11 +280,17 @@ def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
                         f"The canonical schema needs {', '.join(REQUIRED_COLUMNS)} and per model "
                         "{model}_solved plus a cost column such as {model}_energy_joules.")
     models = discover_models(cols)
+    # a model whose outcome column is missing is never dropped without a word
+    orphans = models_without_outcomes(frame, models)
     if len(models) == 0:
         problems.append("No models found: add one '{model}_solved' column (0/1) per model.")
     elif len(models) == 1:
         problems.append(f"Only one model found ({models[0]}): routing needs at least two "
                         "'{model}_solved' columns.")
+    if len(models) < 2:
+        problems.extend(_without_outcomes_sentence(n, c) for n, c in orphans.items())
+    else:  # a loud warning: the file still loads (a column such as total_energy_joules is no model)
+        warnings.extend(_without_outcomes_sentence(n, c, models) for n, c in orphans.items())
     if len(frame) == 0:
         problems.append("The table has no rows.")
     if problems:
@@ -337,12 +403,8 @@ def from_frame(frame: pd.DataFrame, cost: str = DEFAULT_COST,
     )
 
 
-def read_parquet_frame(path: str | Path) -> tuple[pd.DataFrame, dict]:
-    """Read a parquet file and its ``slarouter`` metadata, with a plain error otherwise."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    p = Path(path)
+def _check_parquet_path(p: Path) -> None:
+    """A plain error when ``p`` is missing, a folder or not named as parquet."""
     if not p.exists():
         raise DataValidationError([f"File not found: {p}."])
     if p.is_dir():
@@ -352,6 +414,38 @@ def read_parquet_frame(path: str | Path) -> tuple[pd.DataFrame, dict]:
         hint = (" It looks like MESS+ data: convert it with 'slarouter import messplus'."
                 if p.suffix.lower() in (".csv", ".json", ".jsonl") else "")
         raise DataValidationError([f"{p.name} is not a parquet file (expected .parquet).{hint}"])
+
+
+def _not_parquet(p: Path, exc: Exception) -> DataValidationError:
+    return DataValidationError([f"{p.name} could not be read as parquet ({type(exc).__name__}: "
+                                f"{str(exc)[:200]}). Is it a parquet file?"])
+
+
+def parquet_cost_metrics(path: str | Path) -> list[str]:
+    """The routing costs a parquet file offers, from its schema alone (no rows read), so a
+    page can show them before loading; unreadable files raise as loading would."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    _check_parquet_path(p)
+    try:
+        schema = pq.read_schema(p)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise _not_parquet(p, exc) from None
+    names = schema.names
+    if len(set(names)) < len(names):
+        return []  # loading names the duplicates
+    return cost_metrics_of(schema.empty_table().to_pandas())
+
+
+def read_parquet_frame(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """Read a parquet file and its ``slarouter`` metadata, with a plain error otherwise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    _check_parquet_path(p)
     try:
         names = pq.read_schema(p).names
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -361,8 +455,7 @@ def read_parquet_frame(path: str | Path) -> tuple[pd.DataFrame, dict]:
     except (pa.ArrowException, OSError, ValueError) as exc:
         if isinstance(exc, DataValidationError):
             raise
-        raise DataValidationError([f"{p.name} could not be read as parquet ({type(exc).__name__}: "
-                                   f"{str(exc)[:200]}). Is it a parquet file?"]) from None
+        raise _not_parquet(p, exc) from None
     meta = {}
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     if raw:

@@ -10,10 +10,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import DataValidationError, RoutingData, from_frame
+from .data import DataValidationError, RoutingData, from_frame, parquet_cost_metrics
 
 MESSPLUS_SUFFIXES = (".csv", ".json", ".jsonl")
+#: the per-model metrics every MESS+ import has (energy_consumption_X, inference_time_X)
+MESSPLUS_METRICS = ("energy_joules", "latency_ms")
 _LABEL_RE = re.compile(r"^label_(.+)$")
+_MEASURE_RE = re.compile(r"^(energy_consumption|inference_time)_(.+)$")
+
+
+def is_messplus_path(path: str | Path) -> bool:
+    """A folder or a .csv/.json/.jsonl file is read as MESS+ logs; anything else as parquet."""
+    p = Path(path)
+    return p.is_dir() or p.suffix.lower() in MESSPLUS_SUFFIXES
+
+
+def file_cost_metrics(path: str | Path) -> list[str]:
+    """The routing costs a file or folder offers, found before loading it (a parquet
+    file's schema; MESS+ logs always give :data:`MESSPLUS_METRICS`), so that a page can
+    show them and load with one the file has. A missing or unreadable path raises
+    :class:`DataValidationError` as loading would."""
+    if is_messplus_path(path):
+        find_messplus_files(path)
+        return list(MESSPLUS_METRICS)
+    return parquet_cost_metrics(path)
 
 
 def _read_messplus_file(path: Path) -> pd.DataFrame:
@@ -72,6 +92,14 @@ def messplus_to_frame(raw: pd.DataFrame, source: str = "input") -> tuple[pd.Data
         for prefix in ("energy_consumption_", "inference_time_"):
             if f"{prefix}{lab}" not in raw.columns:
                 problems.append(f"{source}: model {lab!r} has label_{lab} but no {prefix}{lab}.")
+    # the other way round: measurements of a model without its outcomes would drop it silently
+    unlabelled: dict[str, list[str]] = {}
+    for c in raw.columns:
+        if isinstance(c, str) and (m := _MEASURE_RE.match(c)) and m.group(2) not in labels:
+            unlabelled.setdefault(m.group(2), []).append(c)
+    for lab, cols in unlabelled.items():
+        problems.append(f"{source}: model {lab!r} has {', '.join(cols)} but no label_{lab} column (its 0/1 "
+                        f"outcomes), so it cannot be routed: add label_{lab}, or remove its columns.")
     if problems:
         raise DataValidationError(problems)
     bench = raw["benchmark_name"]

@@ -1,13 +1,16 @@
 """How a dataset and its costs read to a person: human units, the zoo and per-benchmark
-tables."""
+tables, and the zoo as a picture (accuracy against cost, with the static-mixture frontier)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
+from ..baselines import static_mixture_lp
 from ..data import RoutingData
+from .charts import color_encoding
 
 # -- display helpers ----------------------------------------------------------------------
 def display_scale(unit: str) -> tuple[float, str]:
@@ -62,3 +65,119 @@ def benchmark_table(data: RoutingData) -> pd.DataFrame:
         out[f"{m} accuracy"] = part["accuracy"]
         out[f"{m} {cost_col}"] = part[cost_col]
     return out.reset_index()
+
+
+# -- the zoo at a glance, for 2 to 20 models ------------------------------------------------
+#: the label of the static-mixture frontier on the zoo charts (its colour: ``series_color``)
+FRONTIER = "static mixture"
+#: model names are written beside their points up to this many models (more would overlap)
+LABEL_MODELS = 8
+
+
+def benchmark_long_table(data: RoutingData) -> pd.DataFrame:
+    """One row per benchmark (then "(all)") and model, models in cost order: benchmark,
+    model, rows, accuracy, mean cost (unit in the header) and that cost in human units.
+
+    Long, not one column pair per model: five columns whether the zoo has 2 models or
+    20, so no column is ever cut off.
+    """
+    long = data.summary()
+    if len(data.benchmark_names) == 1:  # "(all)" would repeat the one benchmark's rows
+        long = long[long["benchmark"] != "(all)"].reset_index(drop=True)
+    cost_col = f"mean cost ({data.cost_unit})"
+    long["cost/request"] = [human_cost(v, data.cost_unit) for v in long[cost_col]]
+    return long[["benchmark", "model", "rows", "accuracy", "cost/request", cost_col]]
+
+
+def mixture_frontier(acc: np.ndarray, cost: np.ndarray, points: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """The static mixture's frontier: for each accuracy target from the cheapest model's
+    accuracy to the best one's, the mean cost of the cheapest text-blind mix of models
+    (:func:`slarouter_core.baselines.static_mixture_lp`). Returns (costs, targets).
+
+    The LP's cost is piecewise linear in the target with its kinks at models'
+    accuracies, so it is solved there only (at most one LP per model) and filled in
+    between with ``points`` exact points per piece, which a log cost axis draws curved.
+    """
+    acc = np.asarray(acc, np.float64)
+    cost = np.asarray(cost, np.float64)
+    cheapest = int(np.lexsort((-acc, cost))[0])  # ties: the more accurate
+    lo, hi = float(acc[cheapest]), float(acc.max())
+    knots = np.unique(np.concatenate([[lo, hi], acc[(acc >= lo) & (acc <= hi)]]))
+    values = np.array([static_mixture_lp(acc, cost, float(a))[1] for a in knots])
+    if len(knots) == 1:
+        return values, knots
+    targets = np.unique(np.concatenate([np.linspace(a, b, points + 1) for a, b in zip(knots[:-1], knots[1:])]))
+    return np.interp(targets, knots, values), targets
+
+
+def zoo_chart_frame(data: RoutingData, per_benchmark: bool = True) -> pd.DataFrame:
+    """What :func:`zoo_chart` draws: per benchmark and for all requests ("(all)"), or
+    only the latter (not ``per_benchmark``), each model's accuracy and mean cost, and the
+    static-mixture frontier. A single benchmark is one group, under its own name."""
+    names = list(data.benchmark_names)
+    groups = names + ["(all)"] if per_benchmark and len(names) > 1 else ["(all)"]
+    rows: list[pd.DataFrame] = []
+    bench = data.frame["benchmark"].to_numpy()
+    for b in groups:
+        mask = np.ones(len(bench), bool) if b == "(all)" else bench == b
+        b = names[0] if len(names) == 1 else b
+        acc = data.solved[mask].mean(axis=0)
+        cost = data.costs[mask].mean(axis=0)
+        f_cost, f_acc = mixture_frontier(acc, cost)
+        rows.append(pd.DataFrame({"benchmark": b, "series": list(data.models), "kind": "model",
+                                  "cost": cost, "accuracy": acc, "order": np.arange(data.n_models)}))
+        rows.append(pd.DataFrame({"benchmark": b, "series": FRONTIER, "kind": "frontier",
+                                  "cost": f_cost, "accuracy": f_acc, "order": np.arange(len(f_acc))}))
+    frame = pd.concat(rows, ignore_index=True)
+    frame["cost/request"] = [human_cost(v, data.cost_unit) for v in frame["cost"]]
+    return frame
+
+
+def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True, labels: bool = True,
+              width: int = 220, height: int = 200) -> tuple[pd.DataFrame, dict]:
+    """The zoo as a picture: accuracy against mean cost per request (log scale: zoos span
+    orders of magnitude) for each model, one panel per benchmark and one for all
+    requests, with the static-mixture frontier (what any router must beat without
+    reading the text). Models in the grey scale of every chart (cheapest lightest),
+    their names beside the points (``labels``, for zoos of up to :data:`LABEL_MODELS`)
+    and in tooltips always; ``legend``: a colour legend below.
+
+    A model that costs 0 has no place on a log axis: the axis is then linear, and says so.
+    """
+    frame = zoo_chart_frame(data, per_benchmark)
+    models = list(data.models)
+    log = bool((frame["cost"] > 0).all())
+    unit = data.cost_unit
+    x = {"field": "cost", "type": "quantitative",
+         "title": f"{unit}/request ({'log scale' if log else 'linear: a model costs 0'})",
+         "scale": {"type": "log"} if log else {"zero": True}}
+    y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"zero": False},
+         "axis": {"format": ".0%"}}
+    color = color_encoding("series", models + [FRONTIER], models,
+                           title="model (cheapest lightest)" if legend else None,
+                           columns=min(len(models) + 1, 3))  # long names: three to a row fit three panels
+    tooltip = [{"field": "series", "title": "model"}, {"field": "benchmark"},
+               {"field": "accuracy", "format": ".3f"}, {"field": "cost/request", "title": "mean cost"}]
+    layers: list[dict] = [
+        {"transform": [{"filter": "datum.kind == 'frontier'"}],
+         "mark": {"type": "line", "strokeWidth": 2},
+         "encoding": {"x": x, "y": y, "color": color, "order": {"field": "order"},
+                      "tooltip": [{"field": "series"}, {"field": "accuracy", "title": "target", "format": ".3f"},
+                                  {"field": "cost/request", "title": "cheapest mix costs"}]}},
+        {"transform": [{"filter": "datum.kind == 'model'"}],
+         "mark": {"type": "point", "filled": True, "size": 80, "stroke": "#333333", "strokeWidth": 0.6,
+                  "opacity": 1},
+         "encoding": {"x": x, "y": y, "color": color, "tooltip": tooltip}},
+    ]
+    if labels and len(models) <= LABEL_MODELS:
+        layers.append({"transform": [{"filter": "datum.kind == 'model'"}],
+                       "mark": {"type": "text", "align": "left", "dx": 7, "dy": -6, "fontSize": 10,
+                                "color": "#333333"},
+                       "encoding": {"x": x, "y": y, "text": {"field": "series"}}})
+    panels = frame["benchmark"].nunique()
+    if panels == 1:
+        return frame, {"height": height, "layer": layers}
+    return frame, {"facet": {"field": "benchmark", "type": "nominal", "title": None,
+                             "sort": list(dict.fromkeys(frame["benchmark"]))},
+                   "columns": min(panels, 3), "resolve": {"scale": {"x": "independent", "y": "independent"}},
+                   "spec": {"width": width, "height": height, "layer": layers}}

@@ -76,3 +76,17 @@ def test_two_sessions_never_share_a_run():
     assert a.session_state.live is not b.session_state.live
     assert a.session_state.live.sim.router is not b.session_state.live.sim.router
     assert a.session_state.live.t == 200 and b.session_state.live.t == 0
+
+
+def test_a_link_to_a_file_without_the_links_cost_opens_with_a_cost_the_file_has(tmp_path):
+    from slarouter_core.data import write_parquet
+    from tests.conftest import make_frame
+
+    frame = make_frame(n=40).drop(columns=["small_energy_joules", "medium_energy_joules", "large_energy_joules"])
+    path = write_parquet(frame, tmp_path / "ms.parquet")
+    at = open_app(src="path", path=str(path))
+    assert at.session_state.data_spec.path == str(path)
+    assert at.session_state.data_spec.cost == "latency_ms"
+    note = " ".join(w.value for w in at.warning)
+    assert "has no cost 'energy_joules': using 'latency_ms' (ms) instead" in note
+    assert "40 requests" in sidebar_text(at)

@@ -26,24 +26,16 @@ def chart_pixels(page) -> str:
     }""")
 
 
-def close_page_not_found(page) -> None:
-    """Streamlit shows a spurious "Page not found" modal over the right page when the first
-    session after a server start opens a non-default page (streamlit/streamlit#9992)."""
-    dialog = page.get_by_role("dialog", name="Page not found")
-    if dialog.count():
-        dialog.get_by_role("button", name="Close").click()
-
-
 def test_live_run_then_thumbs_down(app_url, browser):
     from playwright.sync_api import expect
 
     expect.set_options(timeout=30_000)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(30_000)
-    page.goto(f"{app_url}/live?enc=hashing&tick=100")
+    page.goto(f"{app_url}/live_run?enc=hashing&tick=100")
     expect(page.locator("[data-testid='stVegaLiteChart']").first).to_be_visible()
     page.wait_for_selector(IDLE)
-    close_page_not_found(page)
+    assert page.get_by_role("dialog").count() == 0  # the first visit after a start: no "Page not found"
     expect(page.locator("[data-testid='stMetric']", has_text="Served").first).to_contain_text("0")
     before = chart_pixels(page)
 

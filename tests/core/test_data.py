@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from slarouter_core.data import DataValidationError, from_frame, load_parquet, write_parquet
+from slarouter_core.data import (DataValidationError, choose_cost, cost_metrics_of, from_frame, load_parquet,
+                                 models_without_outcomes, parquet_cost_metrics, write_parquet)
 from tests.conftest import make_frame
 
 
@@ -120,3 +120,64 @@ def test_costs_that_overflow_only_across_models_are_rejected():
     frame["large_energy_joules"] = [0, 0, 1e308, 1e308 / 2]
     with pytest.raises(DataValidationError, match="sum past the largest float"):
         from_frame(frame)
+
+
+# -- a file's cost metrics, found before loading it ----------------------------------------
+def dollars_only(n: int = 40):
+    frame = make_frame(n=n).drop(columns=[f"{m}_energy_joules" for m in ("small", "medium", "large")])
+    for k, m in enumerate(("small", "medium", "large")):
+        frame[f"{m}_cost_usd"] = 10.0 ** (k - 4)
+    return frame
+
+
+def test_cost_metrics_are_read_from_the_schema_before_loading(tmp_path):
+    p = write_parquet(dollars_only(), tmp_path / "usd.parquet")
+    assert parquet_cost_metrics(p) == ["latency_ms", "cost_usd"]
+    assert cost_metrics_of(dollars_only()) == ["latency_ms", "cost_usd"]
+    with pytest.raises(DataValidationError, match="energy_joules"):  # the old default does not load it
+        load_parquet(p)
+    data = load_parquet(p, cost=choose_cost(parquet_cost_metrics(p), "energy_joules"))
+    assert data.cost_metric == "latency_ms" and data.n_requests == 40
+    garbage = tmp_path / "bad.parquet"
+    garbage.write_bytes(b"no parquet here")
+    with pytest.raises(DataValidationError, match="could not be read as parquet"):
+        parquet_cost_metrics(garbage)
+    with pytest.raises(DataValidationError, match="not found"):
+        parquet_cost_metrics(tmp_path / "missing.parquet")
+
+
+@pytest.mark.parametrize("available, preferred, chosen", [
+    (["energy_joules", "latency_ms", "cost_usd"], "cost_usd", "cost_usd"),      # the current choice
+    (["latency_ms", "energy_joules"], "cost_usd", "energy_joules"),             # else the default
+    (["latency_ms", "cost_usd"], "energy_joules", "latency_ms"),                # else the first
+    ([], "cost_usd", "cost_usd"),                                               # none: loading says why
+])
+def test_choose_cost(available, preferred, chosen):
+    assert choose_cost(available, preferred) == chosen
+
+
+# -- a model without outcomes is never dropped without a word ------------------------------
+def test_a_model_without_its_solved_column_is_named_in_a_warning():
+    frame = make_frame(models=("small", "medium", "large", "huge")).drop(columns=["medium_solved"])
+    data = from_frame(frame)
+    assert data.models == ("small", "large", "huge")
+    assert len(data.warnings) == 1
+    w = data.warnings[0]
+    assert "'medium'" in w and "medium_solved" in w and "medium_energy_joules" in w and "left out" in w
+    assert data.select(["alpha_bench"]).warnings == data.warnings  # it travels with the data
+    assert data.with_cost("latency_ms").warnings == data.warnings
+
+
+def test_too_few_models_left_is_an_error_that_names_the_missing_column():
+    msg = problems_of(make_frame().drop(columns=["medium_solved", "large_solved"]))
+    assert "Only one model" in msg and "medium_solved" in msg and "large_solved" in msg
+    msg = problems_of(make_frame().drop(columns=["small_solved", "medium_solved", "large_solved"]))
+    assert "No models" in msg and "small_solved" in msg
+
+
+def test_models_without_outcomes_tells_models_apart_from_their_prefixes():
+    frame = make_frame(models=("small", "small_v2", "large")).drop(columns=["small_v2_solved"])
+    assert models_without_outcomes(frame, ["small", "large"]) == {
+        "small_v2": ["small_v2_energy_joules", "small_v2_latency_ms"]}
+    assert models_without_outcomes(make_frame(), ["small", "medium", "large"]) == {}
+    assert from_frame(make_frame()).warnings == ()

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from slarouter_core.data import DataValidationError
-from slarouter_core.importers import import_messplus, load_messplus
+from slarouter_core.importers import file_cost_metrics, import_messplus, load_messplus
 
 COUNTS = {"arc_challenge": 1172, "arc_easy": 2000, "boolq": 3270, "logiqa": 651,
           "mmlu_abstract_algebra": 100, "piqa": 1838, "sciq": 1000, "social_iqa": 1954,
@@ -116,3 +116,26 @@ def test_dropped_conflicting_duplicates_are_reported_as_a_warning(tmp_path):
     assert any("dropped 2 duplicate" in w and "1 of them conflicted" in w for w in data.warnings), data.warnings
     assert data.metadata["import_report"]["conflicting_duplicates_dropped"] == 1
     assert load_messplus(tmp_path).select(["b"]).warnings == data.warnings
+
+
+def test_file_cost_metrics_before_loading(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(records(["s", "l"])))
+    assert file_cost_metrics(tmp_path) == ["energy_joules", "latency_ms"]
+    assert file_cost_metrics(tmp_path / "a.json") == ["energy_joules", "latency_ms"]
+    with pytest.raises(DataValidationError, match="not found"):
+        file_cost_metrics(tmp_path / "nothing.csv")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DataValidationError, match="No .csv"):
+        file_cost_metrics(empty)
+
+
+def test_a_messplus_model_without_labels_is_an_error_that_names_it(tmp_path):
+    recs = records(["small", "large"], dup=False)
+    for r in recs:
+        del r["label_large"]
+    (tmp_path / "x.json").write_text(json.dumps(recs))
+    with pytest.raises(DataValidationError) as info:
+        load_messplus(tmp_path / "x.json")
+    text = " ".join(info.value.problems)
+    assert "'large'" in text and "label_large" in text and "energy_consumption_large" in text
