@@ -42,12 +42,25 @@ PAGES = [("pages/data_page.py", "Data", ":material/table:", "data"),
          ("pages/feedback_by_hand.py", "Feedback by hand", ":material/thumbs_up_down:", "feedback"),
          ("pages/experiments_page.py", "Experiments", ":material/science:", "experiments"),
          ("pages/service_page.py", "Service", ":material/dns:", "service")]
-pages = [st.Page(path, title=title, icon=icon, url_path=sh.url_path(path, other), default=i == 0)
-         for i, (path, title, icon, other) in enumerate(PAGES)]
+urls = [sh.url_path(path, other) for path, _, _, other in PAGES]
+pages = [st.Page(path, title=title, icon=icon, url_path=url, default=i == 0)
+         for i, ((path, title, icon, _), url) in enumerate(zip(PAGES, urls))]
+
+
+def _forward(target: st.Page):
+    """A link made before the pages got their files' names (``/live?...``) opens the page
+    it meant, with its settings."""
+    def forward() -> None:
+        st.switch_page(target, query_params=st.query_params.to_dict())
+    return forward
+
+
+aliases = [st.Page(_forward(p), title=p.title, url_path=other)
+           for p, url, (_, _, _, other) in zip(pages, urls, PAGES) if other != url]
 # Streamlit's own sidebar list is off (``client.showSidebarNavigation = false`` in
 # .streamlit/config.toml): on the first run after a start it would list the files of
 # ``pages/`` ("app, data page, ..., shared") for a moment; the links are drawn here instead
-page = st.navigation(pages, position="hidden")
+page = st.navigation(pages + aliases, position="hidden")
 with st.sidebar:
     for p in pages:
         st.page_link(p)

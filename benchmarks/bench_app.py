@@ -1,6 +1,6 @@
 """Dashboard figures, measured in a real browser (issue #3).
 
-1. Time to first chart: from `page.goto(.../live)` until the first Vega-Lite chart of Live
+1. Time to first chart: from `page.goto(.../live_run)` until the first Vega-Lite chart of Live
    run is drawn, on the demo data, in a new browser session against a warm server
    (another session has opened the app once). Measured with the `hashing` encoder, with
    MiniLM whose embeddings are already in the disk cache, and with MiniLM on an empty
@@ -94,7 +94,7 @@ def updates_per_second(browser, base: str, data_path: Path, seconds: float = 10.
                        period: float = 0.1) -> tuple[float, float, int]:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(120_000)
-    page.goto(f"{base}/live?enc=hashing&{ROUTERS}&src=path&path={data_path}&tick=10000")
+    page.goto(f"{base}/live_run?enc=hashing&{ROUTERS}&src=path&path={data_path}&tick=10000")
     page.wait_for_function(DRAWN)
     page.wait_for_selector(IDLE)
     close_dialog(page)
@@ -134,7 +134,7 @@ def updates_per_second(browser, base: str, data_path: Path, seconds: float = 10.
 
 def run_session(context_page, base: str) -> None:
     page = context_page
-    page.goto(f"{base}/live?enc=hashing&{ROUTERS}&tick=3000")
+    page.goto(f"{base}/live_run?enc=hashing&{ROUTERS}&tick=3000")
     page.wait_for_function(DRAWN, timeout=120_000)
     page.wait_for_selector(IDLE)
     close_dialog(page)
@@ -167,7 +167,7 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            first_chart(browser, f"{base}/live?enc=hashing&{ROUTERS}")  # warm the server (imports, numba cache)
+            first_chart(browser, f"{base}/live_run?enc=hashing&{ROUTERS}")  # warm the server (imports, numba cache)
             if args.only in (None, "first"):
                 measure_first(browser, base, port, env, proc_box := [proc])
                 proc = proc_box[0]
@@ -182,15 +182,15 @@ def main() -> int:
 
 
 def measure_first(browser, base, port, env, proc_box) -> None:
-    hashing = [first_chart(browser, f"{base}/live?enc=hashing&{ROUTERS}") for _ in range(3)]
-    cold = first_chart(browser, f"{base}/live?{ROUTERS}")  # MiniLM, empty embedding cache
-    warm = [first_chart(browser, f"{base}/live?{ROUTERS}") for _ in range(2)]
+    hashing = [first_chart(browser, f"{base}/live_run?enc=hashing&{ROUTERS}") for _ in range(3)]
+    cold = first_chart(browser, f"{base}/live_run?{ROUTERS}")  # MiniLM, empty embedding cache
+    warm = [first_chart(browser, f"{base}/live_run?{ROUTERS}") for _ in range(2)]
     # a new server process keeps the disk cache but not the in-memory one
     stop_app(proc_box[0])
     proc_box[0] = start_app(port, env=env)
-    first_chart(browser, f"{base}/live?enc=hashing&{ROUTERS}")
-    disk = first_chart(browser, f"{base}/live?{ROUTERS}")
-    go = [start_to_data(browser, f"{base}/live?enc=hashing&{ROUTERS}") for _ in range(2)]
+    first_chart(browser, f"{base}/live_run?enc=hashing&{ROUTERS}")
+    disk = first_chart(browser, f"{base}/live_run?{ROUTERS}")
+    go = [start_to_data(browser, f"{base}/live_run?enc=hashing&{ROUTERS}") for _ in range(2)]
     print(f"1. time to first chart on Live run (demo data, 3,000 requests, 3 routers); target <= 5 s "
           f"[load {load()}]")
     print(f"   hashing encoder:                       {min(hashing):.2f} s (best of 3; all: "

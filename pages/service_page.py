@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages import _shared  # noqa: F401  (first: a first visit after a server start opens this page)
 from slarouter_core.service.monitor import ServiceUnreachable, ServiceView, fetch_state, fmt_share, normalise_url
 
 st.title("Service")

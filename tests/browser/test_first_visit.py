@@ -26,6 +26,7 @@ new MutationObserver(() => {
 @pytest.mark.parametrize("link, heading, text", [
     ("live_run?enc=hashing&alpha=0.8", "Live run", "Live run settings"),
     ("feedback_by_hand?enc=hashing&seed=7", "Feedback by hand", "seed = 7"),  # the link's settings were read
+    ("service_page?enc=hashing", "Service", "Model zoo"),
 ])
 def test_a_deep_link_as_the_first_request_opens_its_page(browser, link, heading, text):
     from playwright.sync_api import expect
@@ -50,6 +51,30 @@ def test_a_deep_link_as_the_first_request_opens_its_page(browser, link, heading,
         links = [a.inner_text().strip().split("\n")[-1] for a in sidebar.locator("a").all()]
         assert [x for x in links if x] == ["Data", "Live run", "Feedback by hand", "Experiments", "Service"]
         assert page.url.endswith(link)
+        page.close()
+    finally:
+        stop_app(proc)
+
+
+def test_a_link_from_before_the_page_urls_changed_opens_its_page(browser):
+    """``/live?...`` (the Live run URL until the pages got their files' names) forwards to
+    ``/live_run`` with the link's settings."""
+    from playwright.sync_api import expect
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed")
+    port = free_port()
+    proc = start_app(port)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        page.goto(f"http://127.0.0.1:{port}/data_page?enc=hashing")  # the server's first session
+        expect(page.locator("h1", has_text="Data")).to_be_visible(timeout=60_000)
+        page.goto(f"http://127.0.0.1:{port}/live?enc=hashing&seed=7")
+        expect(page.locator("h1", has_text="Live run")).to_be_visible(timeout=60_000)
+        page.wait_for_selector(IDLE)
+        expect(page.locator("[data-testid='stSidebar']")).to_contain_text("seed = 7")
+        assert "/live_run?" in page.url and "seed=7" in page.url
         page.close()
     finally:
         stop_app(proc)

@@ -61,7 +61,7 @@ def test_service_page_shows_a_running_service(running):
     assert not at.exception, [e.value for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Requests routed"] == "1"
-    assert len(at.get("vega_lite_chart")) == 5
+    assert len(at.main.get("vega_lite_chart")) == 5  # the sidebar has its own zoo picture
     at.text_input(key="w_service_url").set_value("127.0.0.1:9").run()
     assert any("no answer" in w.value for w in at.warning)
 
