@@ -20,7 +20,7 @@ from ..validation import check_bool, check_choice, check_int, check_number, chec
 from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyStep, StepDraws, int_state
 from .guarded_rule import (ARRAYS, STATE, TS_TRIES, _guarded_kernel, decision_queue_of, guarded_choose,
                            guarded_late, guarded_update, params_record)
-from .schedule import v_at
+from .paper import PredictorPolicy
 
 NO_FEEDBACK = -1
 POLICIES = ("argmin", "mixture", "thompson")
@@ -126,9 +126,11 @@ def _thompson_page(M: int) -> Callable[[np.random.Generator, int], np.ndarray]:
     return draw
 
 
-class GuardedPolicy:
+class GuardedPolicy(PredictorPolicy):
     """State of ``mode="guarded"``: the named scalar record, per-model level arrays, the
-    predictor, its buffer's stream, and (policy ``thompson``) the posterior draws."""
+    predictor, its buffer's stream, and (policy ``thompson``) the posterior draws.
+    ``current_v`` is V before ``v_scale`` (the sidebar's V); decisions use ``v_scale``
+    times it."""
 
     def __init__(self, config: Any, n_models: int, dim: int, predictor: SatisfactionPredictor,
                  buffer_rng: np.random.Generator, ts_rng: np.random.Generator):
@@ -188,18 +190,6 @@ class GuardedPolicy:
     def var_sum(self) -> float:
         return float(self.st[0]["var_sum"])
 
-    @property
-    def version(self) -> int:
-        return self.predictor.version
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.atleast_2d(self.predictor.predict(np.asarray(X, np.float32)))
-
-    def current_v(self, t: int) -> float:
-        """V before ``v_scale`` (the sidebar's V); decisions use ``v_scale`` times it."""
-        cfg = self.config
-        return float(v_at(-1.0 if cfg.V is None else float(cfg.V), cfg.q_max, cfg.eps, self.spread_sum, t))
-
     def decision_queue(self) -> float:
         return float(decision_queue_of(self.st[0], self.par[0]))
 
@@ -213,11 +203,6 @@ class GuardedPolicy:
         if t == 0 or self.g.queue_update != "dr":
             return math.nan
         return (self.alpha * t - float(self.st[0]["deficit"]) - z * math.sqrt(float(self.st[0]["var_sum"]))) / t
-
-    def teach(self, x: np.ndarray, model: int, feedback: float) -> None:
-        """One extra label for the predictor, outside the rule; the queue is untouched."""
-        self.predictor.add(np.asarray(x, np.float32), int(model), float(feedback))
-        self.predictor.train_step(self.buffer_rng)
 
     # -- per request ------------------------------------------------------------------
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float, u_choice: float) -> PolicyStep:

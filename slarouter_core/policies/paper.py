@@ -74,7 +74,35 @@ except ImportError:  # pragma: no cover
     pass
 
 
-class PaperPolicy:
+class PredictorPolicy:
+    """What the paper and guarded policies share: a satisfaction predictor (with its
+    buffer's random stream) and the V schedule of the drift-plus-penalty rule."""
+
+    config: Any
+    predictor: SatisfactionPredictor
+    buffer_rng: np.random.Generator
+    spread_sum: float
+
+    @property
+    def version(self) -> int:
+        return self.predictor.version
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.atleast_2d(self.predictor.predict(np.asarray(X, np.float32)))
+
+    def current_v(self, t: int) -> float:
+        """V for step ``t`` from the cost gaps seen so far (or the fixed V)."""
+        cfg = self.config
+        return float(v_at(-1.0 if cfg.V is None else float(cfg.V), cfg.q_max, cfg.eps, self.spread_sum, t))
+
+    def teach(self, x: np.ndarray, model: int, feedback: float) -> None:
+        """One extra label for the predictor, outside the rule (the hand-feedback demo's
+        "learn from every thumbs"); the queue is untouched."""
+        self.predictor.add(np.asarray(x, np.float32), int(model), float(feedback))
+        self.predictor.train_step(self.buffer_rng)
+
+
+class PaperPolicy(PredictorPolicy):
     """State and rule of ``mode="paper"``: the queue, the cost-gap sum behind V, the
     predictor and its buffer's random stream."""
 
@@ -95,17 +123,6 @@ class PaperPolicy:
         self._pred_cache: tuple[int, int, np.ndarray] | None = None
 
     # -- what the router reads ------------------------------------------------------
-    @property
-    def version(self) -> int:
-        return self.predictor.version
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.atleast_2d(self.predictor.predict(np.asarray(X, np.float32)))
-
-    def current_v(self, t: int) -> float:
-        cfg = self.config
-        return float(v_at(-1.0 if cfg.V is None else float(cfg.V), cfg.q_max, cfg.eps, self.spread_sum, t))
-
     def decision_queue(self) -> float:
         return self.q
 
@@ -114,12 +131,6 @@ class PaperPolicy:
 
     def estimate(self, t: int) -> float:
         return math.nan
-
-    def teach(self, x: np.ndarray, model: int, feedback: float) -> None:
-        """One extra label for the predictor, outside the rule (the hand-feedback demo's
-        "learn from every thumbs"); the queue is untouched."""
-        self.predictor.add(np.asarray(x, np.float32), int(model), float(feedback))
-        self.predictor.train_step(self.buffer_rng)
 
     # -- per request ------------------------------------------------------------------
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float, u_choice: float) -> PolicyStep:
