@@ -112,6 +112,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=300, help="sequential requests per path")
     ap.add_argument("--seconds", type=float, default=10.0, help="throughput run length")
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1, help="the service's torch threads (serve --threads)")
     a = ap.parse_args()
     procs = []
     tmp = Path(tempfile.mkdtemp(prefix="slarouter-bench-"))
@@ -132,7 +133,7 @@ def main() -> int:
         sport = free_port()
         sp = subprocess.Popen([PY, "-m", "slarouter_core.cli", "serve", "--zoo", str(tmp / "zoo.toml"),
                                "--alpha", "0.8", "--mode", a.mode, "--port", str(sport), "--encoder", a.encoder,
-                               "--state-dir", str(tmp / "state")],
+                               "--state-dir", str(tmp / "state"), "--threads", str(a.threads)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(sp)
         service = f"http://127.0.0.1:{sport}"
@@ -141,7 +142,7 @@ def main() -> int:
         routed = f"{service}/v1/chat/completions"
         encoder_paths(a.encoder, 200)
         print(f"cores: {os.cpu_count()}; load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}; "
-              f"encoder {a.encoder}; mode {a.mode}; fake backends with no added latency")
+              f"encoder {a.encoder} ({a.threads} torch thread(s)); mode {a.mode}; fake backends with no added latency")
         with httpx.Client(timeout=30) as c:
             sequential(c, direct, 30, 10_000_000)  # warm-up both paths
             sequential(c, routed, 30, 20_000_000)
