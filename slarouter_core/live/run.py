@@ -254,7 +254,10 @@ class LiveRun:
                                          rule=self.alpha, rule_label=f"alpha = {100 * self.alpha:.1f}%",
                                          percent=True, y_domain=[0.0, 1.0], band=True)))
 
-        out.append(self._belief_chart(arrs, t, idx, labels, multi))
+        # two smooth running means per router: half the points of the run's own series
+        # keep a redraw as cheap as before the chart was added, with no visible change
+        b_idx = thin_indices(k, max(2, max_points // 2))
+        out.append(self._belief_chart(arrs, b_idx + 1, b_idx, labels, multi))
 
         band_idx = thin_indices(k, max(2, max_points // 4))
         lo_w = np.maximum(0, band_idx + 1 - RATIO_WINDOW)
