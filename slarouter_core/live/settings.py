@@ -15,6 +15,7 @@ from ..feedback import KINDS, FeedbackConfig
 from ..router import MODES as ROUTER_MODES
 from ..router import RouterConfig
 from ..simulator import SimulationConfig
+from ..validation import check_alpha, check_bool, check_choice, check_int, check_number
 
 ENCODER_CHOICES = ("minilm", "hashing")
 #: one set of limits for the URL and the widgets, (lowest, highest) per setting: a shared
@@ -29,15 +30,6 @@ SOURCES = ("demo", "path", "upload")
 
 
 # -- settings ---------------------------------------------------------------------------
-def _num(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
 @dataclass(frozen=True)
 class DataSpec:
     """Which data the session works on: source, routing cost, benchmarks, encoder."""
@@ -84,24 +76,18 @@ class RunSettings:
     routers: tuple[str, ...] = DEFAULT_ROUTERS  # Live run: router modes side by side
 
     def __post_init__(self) -> None:
-        if self.alpha is not None and not 0.0 < _num(self.alpha, "alpha") < 1.0:
-            raise ValueError(f"alpha must be strictly between 0 and 1, got {self.alpha!r}")
-        if _num(self.c, "c") < 0:
-            raise ValueError(f"c must be >= 0, got {self.c!r}")
+        if self.alpha is not None:
+            check_alpha(self.alpha)
+        check_number("c", self.c, low=0.0)
         for name in ("V", "q_max", "eps"):
-            if _num(getattr(self, name), name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not 0.0 <= _num(self.feedback_rate, "feedback_rate") <= 1.0:
-            raise ValueError(f"feedback rate must be in [0, 1], got {self.feedback_rate!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if isinstance(self.per_tick, bool) or not isinstance(self.per_tick, (int, np.integer)) \
-                or not 1 <= self.per_tick <= 100_000:
+            check_number(name, getattr(self, name), low=0.0, low_open=True)
+        check_number("feedback rate", self.feedback_rate, low=0.0, high=1.0)
+        check_int("seed", int(self.seed) if isinstance(self.seed, np.integer) else self.seed, low=0)
+        per_tick = int(self.per_tick) if isinstance(self.per_tick, np.integer) else self.per_tick
+        if check_int("requests per tick", per_tick, low=1) > 100_000:
             raise ValueError(f"requests per tick must be an integer in [1, 100000], got {self.per_tick!r}")
-        if not isinstance(self.fixed_v, bool):
-            raise ValueError("fixed_v must be True or False")
-        if self.mode not in ROUTER_MODES:
-            raise ValueError(f"router mode must be one of {', '.join(ROUTER_MODES)}, got {self.mode!r}")
+        check_bool("fixed_v", self.fixed_v)
+        check_choice("router mode", self.mode, ROUTER_MODES)
         if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
                 or any(m not in ROUTER_MODES for m in self.routers):
             raise ValueError(f"routers must be one or more distinct modes of {', '.join(ROUTER_MODES)}, "
