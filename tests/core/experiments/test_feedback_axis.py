@@ -81,7 +81,7 @@ def test_drift_needs_a_mixed_stream(toy):
 def test_bad_feedback_axis_inputs(toy):
     with pytest.raises(ValueError, match="unknown feedback model"):
         E.GridConfig(feedback=("sometimes",))
-    with pytest.raises(ValueError, match="burst_length must be a number"):
+    with pytest.raises(ValueError, match="burst_length must be a finite number >= 1"):
         E.parse_feedback("bursty:burst_length=0")
     with pytest.raises(ValueError, match="must be a number"):
         E.parse_feedback("bursty:burst_length=long")
