@@ -474,8 +474,13 @@ class HandRouters:
                      for r in s.history if r.feedback is not None]
         frame = pd.DataFrame(rows, columns=["t", "series", "value", "kind"])
         color = color_encoding("series", list(self.routers), self.data.models, "router")
-        x = {"field": "t", "type": "quantitative", "title": "requests served (by hand and in the background)"}
-        y = {"field": "value", "type": "quantitative", "title": "Q"}
+        # fixed domains while there is (almost) nothing to draw: a frame, not bare axes
+        last = int(frame["t"].max()) if len(frame) else 0
+        top = float(frame["value"].max()) if len(frame) else 0.0
+        x = {"field": "t", "type": "quantitative", "title": "requests served (by hand and in the background)",
+             "scale": {"domain": [0, max(last, 10)]}, "axis": {"format": "d"}}
+        y = {"field": "value", "type": "quantitative", "title": "Q",
+             "scale": {"domain": [0.0, top * 1.1 if top > 0 else 1.0]}}
         spec = {"title": "Queue Q over this session (points: your verdicts)", "height": 180, "layer": [
             {"transform": [{"filter": "datum.kind == 'queue'"}], "mark": {"type": "line", "interpolate": "step-after"},
              "encoding": {"x": x, "y": y, "color": color}},

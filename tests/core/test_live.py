@@ -465,3 +465,14 @@ def test_estimate_bars_before_and_after_a_verdict(small):
     frame = hand.shat_chart(req).frame
     np.testing.assert_allclose(frame.loc[frame["when"] == "after", "shat"], req.shat_after)
     assert list(frame.loc[frame["when"] == "before", "model"]) == list(data.models)
+
+
+def test_the_session_q_chart_has_a_frame_before_any_request(small):
+    """No bare axes with "0.000000" ticks before the first request: fixed domains."""
+    data, emb = small
+    hand = HandRouters(data, emb, RunSettings(), routers=("paper",))
+    layer = hand.q_chart().spec["layer"][0]["encoding"]
+    assert layer["x"]["scale"]["domain"] == [0, 10] and layer["y"]["scale"]["domain"] == [0.0, 1.0]
+    hand.serve_auto(50)
+    layer = hand.q_chart().spec["layer"][0]["encoding"]
+    assert layer["x"]["scale"]["domain"][1] >= 50
