@@ -23,6 +23,11 @@ Scenarios (all at feedback rate 0.2 unless named otherwise):
 4. llama-mixed at rate 0.05, and under bursty and negativity-biased feedback.
 5. swapped-zoo: llama-mixed with the medium and large models' costs swapped, so the
    priciest model is not the most accurate (a zoo the defaults were not tuned on).
+``--scenarios phases`` (not in the default run) shows where the contextual mode's cost goes,
+on seed 0 of the demo and of llama-mixed: per stretch of the stream, the share of requests
+on which no price reached the plan's target (the policy then serves its fallback, one
+model for every request), their cost and satisfaction, and at the end the headroom
+(the most accurate model's accuracy minus alpha) against the certificate's margin.
 A final table, "text ceiling", shows the best any router could do with a linear model of
 the MiniLM embedding: a multi-task logistic regression fitted on every label of every
 model (in sample, so optimistic), and the cheapest plan on it whose real satisfaction
@@ -46,10 +51,10 @@ from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa:
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
-from slarouter_core.policies.contextual import (CONTEXTUAL_SWITCHES, ContextualConfig,  # noqa: E402
-                                                fit_multitask_logistic, price_for_target)
-from slarouter_core.router import RouterConfig  # noqa: E402
-from slarouter_core.simulator import SimulationConfig, simulate  # noqa: E402
+from slarouter_core.policies.contextual import (_PRICE_CAP, CONTEXTUAL_SWITCHES,  # noqa: E402
+                                                ContextualConfig, fit_multitask_logistic, price_for_target)
+from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter  # noqa: E402
+from slarouter_core.simulator import SimulationConfig, simulate, stream_plan_full  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
@@ -113,6 +118,35 @@ def print_rows(rows: list[dict], goal: str) -> None:
               f"{r['vs_static']:.2f}x | {r['vs_best']:.2f}x | {100 * r['best_share']:.0f}% |", flush=True)
 
 
+def phases(name: str, data: RoutingData, X: np.ndarray, alpha: float, ctx: ContextualConfig, seed: int = 0) -> None:
+    """Seed ``seed`` served request by request, reading each decision's price: where the
+    cost goes (see the module docstring)."""
+    cfg = RouterConfig(alpha=alpha, mode="contextual", contextual=ctx)
+    sc = SimulationConfig(cfg, feedback_rate=0.2, seed=seed)
+    order, plan, router_seed = stream_plan_full(data.n_requests, data.solved, 0.2, seed, True, sc.feedback, None)
+    r = SLARouter(cfg, data.n_models, X.shape[1], seed=router_seed)
+    N = data.n_requests
+    capped, model = np.zeros(N, bool), np.zeros(N, np.int64)
+    for i in range(N):
+        d = r.decide(X[order[i]], data.costs[order[i]])
+        f = int(plan.feedback[i, d.model])
+        r.observe(d, None if f == NO_FEEDBACK else f)
+        capped[i], model[i] = d.q >= _PRICE_CAP, d.model
+    cost, sat = data.costs[order, model], data.solved[order, model]
+    mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
+    print(f"\n{name}, seed {seed}: satisfaction {100 * sat.mean():.1f}% (alpha {100 * alpha:.1f}%), "
+          f"cost {cost.mean() / mix:.2f}x the static mixture\n")
+    print("| requests | no price reaches the target | cost / static mixture | satisfaction |")
+    print("|---|---|---|---|")
+    for a, b in ((0, N // 10), (N // 10, N // 2), (N // 2, N)):
+        print(f"| {a + 1}-{b} | {100 * capped[a:b].mean():.0f}% | {cost[a:b].mean() / mix:.2f}x | "
+              f"{100 * sat[a:b].mean():.1f}% |")
+    pol = r.policy
+    print(f"\nheadroom: most accurate model {100 * data.solved.mean(0).max():.1f}% - alpha = "
+          f"{100 * (data.solved.mean(0).max() - alpha):.1f} points; the certificate's margin at the end "
+          f"(z * sd of its estimate / t) = {100 * pol.config.z * math.sqrt(pol.var_sum) / N:.1f} points", flush=True)
+
+
 def text_ceiling(name: str, data: RoutingData, X: np.ndarray, alpha: float) -> str:
     """The cheapest per-request plan on an in-sample multi-task logistic fit to every label."""
     N, M = data.solved.shape
@@ -138,7 +172,7 @@ def text_ceiling(name: str, data: RoutingData, X: np.ndarray, alpha: float) -> s
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20, help="seeds per scenario and mode (default 20)")
-    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
+    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS + ("phases",))
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
                     help="switch one part of the contextual mode off (docs/IMPROVED.md)")
@@ -151,9 +185,12 @@ def main(argv=None) -> int:
     print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}) modes={args.modes} "
           f"contextual={ctx} ablate={args.ablate}")
 
-    if "demo" in args.scenarios:
+    if "demo" in args.scenarios or "phases" in args.scenarios:
         demo = load_any(DEMO)
         Xd = embed_texts(demo.texts, args.encoder)
+    if "phases" in args.scenarios:
+        phases("demo (mixed)", demo, Xd, midpoint_alpha(demo), ctx)
+    if "demo" in args.scenarios:
         print_rows(run_scenario("demo (mixed)", demo, Xd, midpoint_alpha(demo), seeds, args.modes, ctx,
                                 jobs=args.jobs), "Goal 1: built-in demo, mixed stream, midpoint alpha "
                    "(target: met at <= 0.6x the static mixture)")
@@ -166,6 +203,8 @@ def main(argv=None) -> int:
         data = full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
         X = embed_texts(data.texts, args.encoder)
         a = midpoint_alpha(data)
+    if "phases" in args.scenarios:
+        phases("llama-3, 8 mixed", data, X, a, ctx)
     if "llama-mixed" in args.scenarios:
         print_rows(run_scenario("llama-3, 8 mixed", data, X, a, seeds, args.modes, ctx, jobs=args.jobs),
                    "Goal 2: Llama-3, 8 benchmarks mixed, pooled midpoint alpha "
