@@ -98,6 +98,36 @@ class FeedbackPlan:
     delay: np.ndarray | None
 
 
+class VerdictsInFlight:
+    """Delayed verdicts on their way to the router: the one place that turns a plan's
+    delays into arrival times (the simulator and the hand-feedback session share it).
+
+    The verdict on the request at stream position ``pos`` with delay ``k`` reaches the
+    router just before position ``pos + k`` is served; with ``k = 0``, right after its
+    own step (``send`` then answers True and keeps nothing)."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, list[tuple[int, int]]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._due.values())
+
+    def send(self, pos: int, delay: int, t: int, verdict: int) -> bool:
+        """Schedule the verdict on router step ``t``; True when it arrives at once."""
+        if delay == 0:
+            return True
+        self._due.setdefault(int(pos) + int(delay), []).append((int(t), int(verdict)))
+        return False
+
+    def arriving(self, pos: int) -> list[tuple[int, int]]:
+        """(router step, verdict) pairs due before position ``pos`` is served, oldest due
+        first and in the order they were sent; they are handed over once."""
+        out: list[tuple[int, int]] = []
+        for due in sorted(k for k in self._due if k <= pos):
+            out += self._due.pop(due)
+        return out
+
+
 def _rng(seed: int, tag: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 7919, int(tag)])))
 

@@ -18,7 +18,7 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
-from .feedback import FeedbackConfig, FeedbackPlan, drift_order, make_plan
+from .feedback import FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, make_plan
 from .metrics import Summary, summarize
 from .router import NO_FEEDBACK, RouterConfig, SLARouter
 from .validation import check_bool, check_int, check_number
@@ -154,7 +154,7 @@ class Simulation:
             config.feedback, data.benchmarks if config.feedback.kind == "drift" else None)
         self.feedback_plan = plan.feedback
         self.delay = plan.delay
-        self._arrivals: dict[int, list[int]] = {}
+        self._in_flight = VerdictsInFlight()
         self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed)
         # the stream in serving order, as a view (no copy); each step passes the rest as lookahead
         self._stream_x = StreamRows(emb, self.order)
@@ -207,19 +207,15 @@ class Simulation:
         step it belongs to, as in the other paths)."""
         r = self.router
         for i in range(a, b):
-            for j in self._arrivals.pop(i, ()):
-                r.late_feedback(j + 1, int(self.feedback_plan[j, self._model[j]]))
+            for t, f in self._in_flight.arriving(i):
+                r.late_feedback(t, f)
             x = self._stream_x[i]
             d = r.decide(x, self._stream_costs[i])
             m = d.model
             f = int(self.feedback_plan[i, m])
             r.observe(d, None)
-            if f != NO_FEEDBACK:
-                k = int(self.delay[i])
-                if k == 0:
-                    r.late_feedback(i + 1, f)
-                else:
-                    self._arrivals.setdefault(i + k, []).append(i)
+            if f != NO_FEEDBACK and self._in_flight.send(i, int(self.delay[i]), d.t, f):
+                r.late_feedback(d.t, f)
             self._model[i] = m
             self._explored[i] = d.explored
             self._feedback[i] = f

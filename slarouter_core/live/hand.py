@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import RoutingData
+from ..feedback import VerdictsInFlight
 from ..router import NO_FEEDBACK, Decision, SLARouter
 from ..simulator import stream_plan_full
 from .charts import ROUTER_COLORS, ChartFrame, color_encoding
@@ -93,7 +94,7 @@ class HandSession:
         self.mean_costs = data.costs.mean(axis=0)
         #: automatic verdicts on their way (delayed feedback): stream position at which they
         #: arrive -> [(router step, verdict)]
-        self._arrivals: dict[int, list[tuple[int, int]]] = {}
+        self._in_flight = VerdictsInFlight()
         #: (requests served, queue) after every step, for the session's Q chart
         self.q_log: list[tuple[int, float]] = [(0, self.q)]
 
@@ -122,14 +123,13 @@ class HandSession:
 
     def _deliver_due(self, pos: int) -> None:
         """Hand the router every delayed verdict due before stream position ``pos`` is served."""
-        for due in sorted(k for k in self._arrivals if k <= pos):
-            for t, f in self._arrivals.pop(due):
-                try:
-                    self.router.late_feedback(t, f)
-                except KeyError:  # older than the router keeps unanswered steps
-                    continue
-                self.n_feedback += 1
-                self.q_log.append((self.router.t, self.q))
+        for t, f in self._in_flight.arriving(pos):
+            try:
+                self.router.late_feedback(t, f)
+            except KeyError:  # older than the router keeps unanswered steps
+                continue
+            self.n_feedback += 1
+            self.q_log.append((self.router.t, self.q))
 
     def _observe_auto(self, decision: Decision, pos: int | None) -> int | None:
         """Observe a step without a hand verdict; the simulated user's verdict (stream
@@ -137,12 +137,9 @@ class HandSession:
         fb = None if pos is None else self._auto_verdict(pos, decision.model)
         if fb is not None and self.delay is not None:  # as the simulator: observed now, judged later
             self.router.observe(decision, None)  # the router keeps the step for late_feedback
-            k = int(self.delay[pos])
-            if k == 0:
+            if self._in_flight.send(pos, int(self.delay[pos]), decision.t, fb):
                 self.router.late_feedback(decision.t, fb)
                 self.n_feedback += 1
-            else:
-                self._arrivals.setdefault(pos + k, []).append((decision.t, fb))
         else:
             self.router.observe(decision, fb)
             self.n_feedback += fb is not None

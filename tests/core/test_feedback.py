@@ -109,3 +109,17 @@ def test_round_trip_dict():
     cfg = FeedbackConfig(kind="negative", negative_ratio=2.0, judge=JudgeModel(0.1, 0.2))
     assert FeedbackConfig.from_dict(cfg.to_dict()) == cfg
     assert FeedbackConfig.from_dict(None) == FeedbackConfig()
+
+
+def test_verdicts_in_flight_arrive_before_their_position_in_the_order_sent():
+    from slarouter_core.feedback import VerdictsInFlight
+
+    v = VerdictsInFlight()
+    assert v.send(pos=0, delay=0, t=1, verdict=1)  # no delay: at once, nothing kept
+    assert not v.send(pos=1, delay=3, t=2, verdict=0)  # due before position 4
+    assert not v.send(pos=2, delay=2, t=3, verdict=1)  # due before position 4 too, sent later
+    assert not v.send(pos=3, delay=5, t=4, verdict=1)
+    assert len(v) == 3 and v.arriving(3) == []
+    assert v.arriving(4) == [(2, 0), (3, 1)]
+    assert v.arriving(4) == []  # handed over once
+    assert v.arriving(100) == [(4, 1)] and len(v) == 0
