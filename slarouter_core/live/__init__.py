@@ -20,7 +20,8 @@ from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, DataSp
                        describe_reset, feedback_model_choices, feedback_model_fields, limit_problem, parse_numbers,
                        settings_change, settings_from_query, settings_json, settings_method_params,
                        settings_to_query)
-from .tables import benchmark_table, display_scale, human_cost, zoo_table
+from .tables import (FRONTIER, benchmark_long_table, display_scale, human_cost, mixture_frontier, zoo_chart,
+                     zoo_chart_frame, zoo_table)
 
 __all__ = ["ROUTER_MODES", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_WINDOW", "REFERENCE_COLORS",
            "ROUTER_COLORS", "SPARE_COLORS", "ChartFrame", "color_encoding", "model_colors", "series_color",
@@ -28,5 +29,5 @@ __all__ = ["ROUTER_MODES", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_
            "BELIEF_KINDS", "belief_series", "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "Q_LABEL", "REFERENCES", "V_NOTE", "LiveRun",
            "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "SOURCES", "DataSpec", "RunSettings", "clamp_setting",
            "describe_reset", "limit_problem", "settings_change", "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
-           "settings_json", "settings_method_params", "settings_to_query", "benchmark_table", "display_scale",
+           "settings_json", "settings_method_params", "settings_to_query", "benchmark_long_table", "FRONTIER", "mixture_frontier", "zoo_chart", "zoo_chart_frame", "display_scale",
            "human_cost", "zoo_table"]

@@ -54,19 +54,6 @@ def zoo_table(data: RoutingData) -> pd.DataFrame:
 
 
 
-def benchmark_table(data: RoutingData) -> pd.DataFrame:
-    """Per benchmark (and all): rows, then each model's accuracy and mean cost (unit in the
-    header), models in cost order; one row per benchmark so the page stays short."""
-    long = data.summary()
-    cost_col = f"mean cost ({data.cost_unit})"
-    out = long.groupby("benchmark", sort=False)["rows"].first().to_frame()
-    for m in data.models:
-        part = long[long["model"] == m].set_index("benchmark")
-        out[f"{m} accuracy"] = part["accuracy"]
-        out[f"{m} {cost_col}"] = part[cost_col]
-    return out.reset_index()
-
-
 # -- the zoo at a glance, for 2 to 20 models ------------------------------------------------
 #: the label of the static-mixture frontier on the zoo charts (its colour: ``series_color``)
 FRONTIER = "static mixture"

@@ -10,7 +10,7 @@ import pytest
 from slarouter_core.data import from_frame, midpoint_alpha
 from slarouter_core.encoders import embed_texts
 from slarouter_core.live import (BELIEF_KINDS, DataSpec, HandRouters, HandSession, LazyEncoder, LiveRun, RunSettings,
-                                 belief_series, benchmark_table, describe_reset, display_scale, settings_change,
+                                 belief_series, describe_reset, display_scale, settings_change,
                                  settings_from_query, settings_json, settings_to_query, zoo_table)
 from slarouter_core.simulator import Simulation, simulate
 from tests.conftest import make_frame
@@ -80,16 +80,6 @@ def test_zoo_table_is_in_cost_order_with_unit(small):
     col = f"mean cost ({data.cost_unit})"
     assert list(z["model"]) == list(data.models)
     assert np.all(np.diff(z[col].to_numpy()) >= 0)
-
-
-def test_benchmark_table_has_one_row_per_benchmark(small):
-    data, _ = small
-    table = benchmark_table(data)
-    assert list(table["benchmark"]) == data.benchmark_names + ["(all)"]
-    assert table["rows"].iloc[-1] == data.n_requests
-    for j, m in enumerate(data.models):
-        assert table[f"{m} accuracy"].iloc[-1] == pytest.approx(data.solved[:, j].mean())
-        assert table[f"{m} mean cost (J)"].iloc[-1] == pytest.approx(data.costs[:, j].mean())
 
 
 # -- live run -------------------------------------------------------------------------------
