@@ -27,7 +27,8 @@ from slarouter_core.data import midpoint_alpha
 from slarouter_core.embedding_cache import EmbeddingCache
 from slarouter_core.encoders import get_encoder
 from slarouter_core.importers import load_messplus
-from slarouter_core.router import NO_FEEDBACK, POLICY_PAGE, RouterConfig, SLARouter
+from slarouter_core.policies.base import DRAW_PAGE
+from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter
 from slarouter_core.simulator import Simulation, SimulationConfig
 
 
@@ -76,7 +77,7 @@ def torch_literal_loop(sim: Simulation) -> tuple[np.ndarray, np.ndarray]:
     C = sim.data.costs[sim.order]
     F = sim.feedback_plan
     n = len(X)
-    U = ref.policy_rng.random((-(-n // POLICY_PAGE) * POLICY_PAGE, 2))
+    U = ref.draws.rng.random((-(-n // DRAW_PAGE) * DRAW_PAGE, 2))
     buf_x, buf_m, buf_s = [], [], []
     n_pos, n_neg = np.zeros(M), np.zeros(M)
     q, spread = 0.0, 0.0
@@ -95,7 +96,7 @@ def torch_literal_loop(sim: Simulation) -> tuple[np.ndarray, np.ndarray]:
             buf_x.append(X[i]); buf_m.append(m); buf_s.append(float(f))
             (n_pos if f else n_neg)[m] += 1
             k = min(len(buf_m), pcfg.batch_size)
-            idx = np.sort(ref.buffer_rng.choice(len(buf_m), size=k, replace=False)) if k < len(buf_m) \
+            idx = np.sort(ref.policy.buffer_rng.choice(len(buf_m), size=k, replace=False)) if k < len(buf_m) \
                 else np.arange(len(buf_m))
             xb = torch.stack([buf_x[j] for j in idx])
             keep = 1.0 - pcfg.dropout

@@ -20,7 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from slarouter_core.data import DataValidationError, RoutingData, choose_cost, unit_of
-from slarouter_core.encoders import EmbeddingCache, EncoderUnavailableError, get_encoder
+from slarouter_core.embedding_cache import EmbeddingCache
+from slarouter_core.encoders import EncoderUnavailableError, get_encoder
 from slarouter_core.experiments import load_any
 from slarouter_core.importers import file_cost_metrics
 from slarouter_core.live import DataSpec, LazyEncoder, RunSettings, settings_from_query, settings_to_query
@@ -62,15 +63,10 @@ _UNDER_APP_TEST = "streamlit.testing.v1.app_test" in sys.modules
 
 def url_path(script: str, other: str) -> str:
     """A page's URL: its file's name (``pages/live_run.py`` is ``/live_run``), so that a
-    first visit after a server start opens it (see :func:`leave_pages_folder_mode`).
-
-    ``other`` is used instead for a page that does not import this module (its file run
-    in pages-folder mode would never reach the frame: a first visit to it shows "Page not
-    found", then the page) and under ``AppTest`` (see :data:`_UNDER_APP_TEST`).
-    """
-    source = (REPO / script).read_text(encoding="utf-8")
-    imports_shared = "from pages import _shared" in source or "import pages._shared" in source
-    return Path(script).stem if imports_shared and not _UNDER_APP_TEST else other
+    first visit after a server start opens it (see :func:`leave_pages_folder_mode`; every
+    page imports this module first). Under ``AppTest`` the page keeps ``other`` (see
+    :data:`_UNDER_APP_TEST`)."""
+    return other if _UNDER_APP_TEST else Path(script).stem
 
 
 leave_pages_folder_mode()

@@ -37,11 +37,7 @@ def _check_out(path: str | None, what: str, suffixes: tuple[str, ...] | None = N
                          f"use {', '.join(suffixes)}")
     if p.is_dir():
         raise ValueError(f"{what} {path} is a folder: give a file name")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{what} {path}: {parent} is a file, so it cannot hold {p.name}")
-            break
+    _check_parents(p, f"{what} {path}", p.name)
 
 
 def _check_cache_dir(cache_dir: str | None) -> None:
@@ -50,11 +46,16 @@ def _check_cache_dir(cache_dir: str | None) -> None:
     p = Path(cache_dir)
     if p.exists() and not p.is_dir():
         raise ValueError(f"--cache-dir {cache_dir} is a file: give a folder (it is created when missing)")
+    _check_parents(p, f"--cache-dir {cache_dir}", "a folder")
+
+
+def _check_parents(p: Path, label: str, holds: str) -> None:
+    """The nearest existing parent of ``p`` must be a folder (a file there cannot hold it)."""
     for parent in p.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise ValueError(f"--cache-dir {cache_dir}: {parent} is a file, so it cannot hold a folder")
-            break
+                raise ValueError(f"{label}: {parent} is a file, so it cannot hold {holds}")
+            return
 
 
 def _load_for_embedding(path: str, cost: str | None):

@@ -35,7 +35,6 @@ from .predictor import PredictorConfig, SatisfactionPredictor
 from .validation import check_alpha, check_choice, check_number, check_optional_number
 
 NO_FEEDBACK = -1
-POLICY_PAGE = 4096
 MODES = ("paper", "guarded", "contextual")
 
 __all__ = ["BlockTrace", "Decision", "GUARDED_SWITCHES", "GuardedConfig", "LATE_WINDOW", "MODES", "NO_FEEDBACK",
@@ -171,7 +170,6 @@ class SLARouter:
         policy_ss, buffer_ss, predictor_ss = ss.spawn(3)
         self.draws = StepDraws(np.random.Generator(np.random.PCG64(policy_ss)), _uniform_pairs, (2,))
         self.t = 0
-        self._n_feedback = 0  # contextual mode's feedback events (the other policies count their own)
         self._pending: tuple[Decision, Any, np.ndarray] | None = None
         self.last_s_used = math.nan
         if config.mode == "contextual":
@@ -203,7 +201,7 @@ class SLARouter:
     @property
     def n_feedback(self) -> int:
         """Feedback events received so far (immediate and late)."""
-        return self._n_feedback if self.config.mode == "contextual" else int(self.policy.n_feedback)
+        return int(self.policy.n_feedback)
 
     def current_v(self) -> float:
         """V for the latest decision (data-driven: from the cost gaps seen so far; guarded
@@ -296,10 +294,6 @@ class SLARouter:
             raise ValueError(f"feedback must be 1, 0 or None, got {feedback!r}")
         _, step, x = self._pending
         self.last_s_used = self.policy.update(step, x, None if feedback is None else float(feedback))
-        if self.config.mode == "contextual":
-            if feedback is not None:
-                self._n_feedback += 1
-            self.policy.trim_pending(LATE_WINDOW)
         self.t = decision.t
         self._pending = None
 
@@ -311,8 +305,6 @@ class SLARouter:
         if feedback not in (0, 1, True, False):
             raise ValueError(f"feedback must be 1 or 0, got {feedback!r}")
         self.policy.late_update(int(t), float(feedback))
-        if self.config.mode == "contextual":
-            self._n_feedback += 1
 
     # -- fast path for simulation -----------------------------------------------------------
     def run_block(self, X: np.ndarray, costs: np.ndarray, feedback: np.ndarray,
@@ -416,8 +408,7 @@ class SLARouter:
             router.draws.start = int(meta["draws_start"])
             router.draws.pages = np.array(tensors["router.policy_draws"], np.float64).reshape(-1, 2)
             if router.config.mode == "contextual":
-                router.policy.load_state(meta["contextual"], tensors)  # counts its own steps
-                router._n_feedback = n_feedback
+                router.policy.load_state(meta["contextual"], tensors)  # counts its own steps and labels
             else:
                 router.policy.load_state(meta, tensors)
                 router.policy.n_feedback = n_feedback

@@ -46,7 +46,8 @@ def load_dataset(path: str | Path, encoder: str = "minilm", cost: str = "energy_
                  cache_dir: str | Path | None = None, name: str | None = None,
                  progress: ProgressFn | None = None) -> Dataset:
     """Load data (``load_any``) and its embeddings (cached by ``EmbeddingCache``)."""
-    from ..encoders import EmbeddingCache, get_encoder
+    from ..embedding_cache import EmbeddingCache
+    from ..encoders import get_encoder
 
     data = load_any(path, cost=cost)
     emb = EmbeddingCache(cache_dir).embed(data.texts, get_encoder(encoder), progress=progress)

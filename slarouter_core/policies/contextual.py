@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from .base import PolicyStep
+from .base import LATE_WINDOW, PolicyStep
 from .schedule import exploration_probability
 
 #: price used when the target cannot be reached: argmin(c - lam * p) then serves the
@@ -396,6 +396,7 @@ class ContextualPolicy:
         self.dr_sum += s
         if feedback is None:
             self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), step.blind)
+            self.trim_pending(LATE_WINDOW)
         else:
             self._learn(step.model, p, x, float(feedback), step.blind)
         return s

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..predictor import SatisfactionPredictor
-from .base import BlockTrace, PendingFeedback, PolicyStep
+from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyStep
 from .schedule import data_driven_v, exploration_probability, v_at
 
 NO_FEEDBACK = -1
@@ -242,9 +242,8 @@ class PaperPolicy(PredictorPolicy):
         total = len(feedback)
         i = stop - 1
         M = self.M
-        page = 4096
         while i < total:
-            j = min(total, i + page)
+            j = min(total, i + DRAW_PAGE)
             U = draws(t0 + i, t0 + j)
             ts = t0 + 1 + np.arange(i, j)
             explore = U[:, 0] < exploration_probability(ts, self.config.c)

@@ -56,7 +56,7 @@ class CountingEncoder:
 
 
 def test_lone_surrogate_in_a_prompt_is_a_clear_error(tmp_path):
-    from slarouter_core.encoders import embed_texts
+    from slarouter_core.embedding_cache import embed_texts
     texts = ["fine", "broken \ud800 text", "fine too"]
     with pytest.raises(ValueError, match=r"text 1 is not valid Unicode.*surrogate.*'\\ud800'.*fix or drop"):
         embed_texts(texts, "hashing:16", cache=tmp_path)
@@ -79,7 +79,7 @@ def test_a_lookup_reads_only_the_keys_it_needs(tmp_path):
 
 
 def test_the_previous_cache_format_is_read_and_converted(tmp_path):
-    from slarouter_core.encoders import text_keys
+    from slarouter_core.embedding_cache import text_keys
     enc = HashingEncoder(16)
     texts = [f"old text {i}" for i in range(50)]
     vecs = enc.encode(texts)
@@ -165,7 +165,17 @@ def test_parallel_workers_fill_the_shared_cache(tmp_path, backend, capsys):
     (info,) = EmbeddingCache(root).info()
     assert info["vectors"] == 50
     if backend == "local":
-        from slarouter_core.encoders import embed_texts
+        from slarouter_core.embedding_cache import embed_texts
         texts = [f"question number {i} about topic {i % 7}" for i in range(50)]
         assert np.array_equal(embed_texts(texts, "hashing", cache=root), HashingEncoder(384).encode(texts))
         assert len(EmbeddingCache(root).missing(texts + ["new"], HashingEncoder(384))) == 1
+
+
+def test_the_cache_is_still_importable_from_encoders():
+    import slarouter_core.embedding_cache as cache_module
+    from slarouter_core.encoders import EmbeddingCache as OldPath
+
+    assert OldPath is cache_module.EmbeddingCache
+    import slarouter_core.encoders as encoders
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        encoders.NoSuchName

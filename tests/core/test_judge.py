@@ -14,7 +14,32 @@ from slarouter_core.judge import (ACPBENCH_JUDGE, GPQA_JUDGE, JudgeClient, Judge
 SECRET = "sk-test-very-secret-123"
 
 
-class Server:
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 for ``handler``, as a context manager."""
+
+    def __init__(self, handler, poll=0.5):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(poll,), daemon=True)
+
+    @property
+    def origin(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def url(self):
+        return self.origin + "/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Server(LocalServer):
     """A local OpenAI-compatible endpoint; ``script`` lists (status, body) answers in turn."""
 
     def __init__(self, script):
@@ -38,20 +63,7 @@ class Server:
             def log_message(self, *a):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def completion(text):
@@ -208,7 +220,7 @@ def test_judge_model_validation(kw):
 
 # -- hardening (issue 11) -------------------------------------------------------------------
 
-class Raw:
+class Raw(LocalServer):
     """A local HTTP server whose ``reply(handler)`` writes whatever it wants (headers included)."""
 
     def __init__(self, reply):
@@ -231,25 +243,7 @@ class Raw:
             def log_message(self, *a):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def origin(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    @property
-    def url(self):
-        return self.origin + "/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler, poll=0.05)
 
 
 def _send(h, status, payload=None, headers=()):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from slarouter_core.data import from_frame, midpoint_alpha
-from slarouter_core.encoders import embed_texts
+from slarouter_core.embedding_cache import embed_texts
 from slarouter_core.live import (BELIEF_KINDS, DataSpec, HandRouters, HandSession, LazyEncoder, LiveRun, RunSettings,
                                  belief_series, describe_reset, display_scale, settings_change,
                                  settings_from_query, settings_json, settings_to_query, zoo_table)
@@ -250,7 +250,8 @@ def test_explanation_scores_are_the_router_terms(small):
 
 
 def test_lazy_encoder_serves_the_cache_without_loading_the_model(tmp_path):
-    from slarouter_core.encoders import EmbeddingCache, get_encoder
+    from slarouter_core.embedding_cache import EmbeddingCache
+    from slarouter_core.encoders import get_encoder
 
     loads = []
 

@@ -9,7 +9,7 @@ from slarouter_core import experiments as E
 
 
 def test_real_data_subset(shared_data):
-    from slarouter_core.encoders import embed_texts
+    from slarouter_core.embedding_cache import embed_texts
 
     data = E.load_any(shared_data).select(["sciq", "winogrande"])
     ds = E.Dataset("messplus_llama3", data, embed_texts(data.texts, "hashing"))
