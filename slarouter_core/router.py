@@ -36,6 +36,8 @@ from .validation import check_alpha, check_choice, check_number, check_optional_
 
 NO_FEEDBACK = -1
 MODES = ("paper", "guarded", "contextual")
+#: contextual settings that may be given flat (``optimism`` is also guarded's: it stays there)
+CONTEXTUAL_FIELDS = frozenset(f.name for f in fields(ContextualConfig)) - frozenset(GUARDED_FIELDS)
 
 __all__ = ["BlockTrace", "Decision", "GUARDED_SWITCHES", "GuardedConfig", "LATE_WINDOW", "MODES", "NO_FEEDBACK",
            "POLICIES", "RouterConfig", "SLARouter", "TS_TRIES", "exploration_probability"]
@@ -98,15 +100,19 @@ class RouterConfig:
     def from_dict(cls, d: dict) -> "RouterConfig":
         """From :meth:`to_dict`, or from flat settings as a command line or a method spec
         gives them (and as checkpoints before the policy split stored them): guarded
-        settings (``margin_z``, ``policy``, ...) at the top level go into ``guarded``."""
+        settings (``margin_z``, ``policy``, ...) at the top level go into ``guarded``, and
+        contextual ones (``z``, ``clusters``, ...; ``optimism`` is guarded's) into
+        ``contextual``."""
         d = dict(d)
         flat = {k: d.pop(k) for k in list(d) if k in GUARDED_FIELDS}
+        ctx_flat = {k: d.pop(k) for k in list(d) if k in CONTEXTUAL_FIELDS}
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"unknown router setting(s) {', '.join(unknown)}")
         pred, ctx, grd = d.get("predictor"), d.get("contextual"), d.get("guarded")
         d["predictor"] = pred if isinstance(pred, PredictorConfig) else PredictorConfig(**(pred or {}))
-        d["contextual"] = ctx if isinstance(ctx, ContextualConfig) else ContextualConfig.from_dict(ctx)
+        ctx = ctx if isinstance(ctx, ContextualConfig) else ContextualConfig.from_dict(ctx)
+        d["contextual"] = replace(ctx, **ctx_flat) if ctx_flat else ctx
         guarded = {**(grd.to_dict() if isinstance(grd, GuardedConfig) else dict(grd or {})), **flat}
         if flat and d.get("mode", "paper") != "guarded" and GuardedConfig(**guarded) == GuardedConfig():
             guarded = {}  # old checkpoints stored the (default) guarded fields in every mode
@@ -114,10 +120,14 @@ class RouterConfig:
         return cls(**d)
 
     def with_settings(self, **settings: Any) -> "RouterConfig":
-        """A copy with some settings changed; guarded settings may be given flat."""
+        """A copy with some settings changed; guarded and contextual settings may be given
+        flat (as in :meth:`from_dict`)."""
         flat = {k: settings.pop(k) for k in list(settings) if k in GUARDED_FIELDS}
         if flat:
             settings["guarded"] = replace(settings.get("guarded", self.guarded), **flat)
+        ctx_flat = {k: settings.pop(k) for k in list(settings) if k in CONTEXTUAL_FIELDS}
+        if ctx_flat:
+            settings["contextual"] = replace(settings.get("contextual", self.contextual), **ctx_flat)
         return replace(self, **settings)
 
 
@@ -401,7 +411,11 @@ class SLARouter:
         if not isinstance(meta, dict) or meta.get("format") != "slarouter-router-v1":
             raise ValueError(f"{p.name} is not a SLARouter checkpoint (missing metadata)")
         try:
-            router = cls(RouterConfig.from_dict(meta["config"]), meta["n_models"], meta["dim"], meta["seed"])
+            config = RouterConfig.from_dict(meta["config"])
+            if config.mode == "contextual" and "clusters" not in (meta["config"].get("contextual") or {}):
+                # written before the clustered fallback: continue as the policy then did
+                config = replace(config, contextual=replace(config.contextual, clusters=0))
+            router = cls(config, meta["n_models"], meta["dim"], meta["seed"])
             router.t = int(meta["t"])
             n_feedback = int(meta["n_feedback"])
             router.draws.rng.bit_generator.state = int_state(meta["policy_rng"])

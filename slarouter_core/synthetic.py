@@ -4,6 +4,10 @@ Each request has a hidden difficulty (1 to 4) that its text reveals through its 
 ("quick check", "step by step", "prove rigorously", ...), and each model has a skill: a
 model solves a request with probability sigmoid(2 * (skill - difficulty)). Text therefore
 carries real signal about which model will succeed, so the predictor visibly learns.
+
+A skill may also depend on the request's topic (``SPECIALIST_MODELS``): a zoo of
+specialists whose priciest model is not the best at anything, for checking a router on
+a zoo it was not tuned on.
 """
 
 from __future__ import annotations
@@ -16,11 +20,20 @@ import pandas as pd
 from .data import write_parquet
 
 DEMO_MODELS = (
-    # name, skill, mean energy per request (J), latency per request (ms)
+    # name, skill (one number, or one per topic), mean energy per request (J), latency per request (ms)
     ("tiny-1b", 1.4, 60.0, 300.0),
     ("small-8b", 2.3, 320.0, 900.0),
     ("medium-32b", 3.1, 900.0, 2100.0),
     ("large-70b", 3.9, 2100.0, 4800.0),
+)
+
+#: specialists: each is strong on its own topics only; the priciest model is a generalist
+#: that no topic's specialist is worse than (not the most accurate model of the zoo)
+SPECIALIST_MODELS = (
+    ("tiny-1b", 1.4, 60.0, 300.0),
+    ("coder-8b", {"arithmetic": 3.6, "science": 1.8, "history": 1.6, "coding": 4.2}, 350.0, 900.0),
+    ("scholar-8b", {"arithmetic": 1.8, "science": 4.0, "history": 4.2, "coding": 1.8}, 420.0, 1000.0),
+    ("generalist-70b", 3.3, 2400.0, 5200.0),
 )
 
 TOPICS = {
@@ -46,8 +59,8 @@ TEMPLATES = [
 ]
 
 
-def generate_demo_frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
-    """The demo table in the canonical schema."""
+def generate_demo_frame(n: int = 3000, seed: int = 0, models=DEMO_MODELS) -> pd.DataFrame:
+    """The demo table in the canonical schema (``models``: rows like ``DEMO_MODELS``)."""
     rng = np.random.default_rng(seed)
     topics = list(TOPICS)
     topic = rng.integers(0, len(topics), n)
@@ -66,7 +79,12 @@ def generate_demo_frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
         "correct_answer": pd.array([None] * n, dtype="string"),
     })
     prompt_tokens = np.array([len(t.split()) + 8 for t in rows])
-    for name, skill, energy, latency in DEMO_MODELS:
+    for name, skill, energy, latency in models:
+        if isinstance(skill, dict):
+            missing = set(topics) - set(skill)
+            if missing:
+                raise ValueError(f"model {name!r} has no skill for topic(s) {sorted(missing)}")
+            skill = np.array([float(skill[t]) for t in topics])[topic]
         p = 1.0 / (1.0 + np.exp(-2.0 * (skill - difficulty)))
         completion = np.maximum(4, rng.poisson(20 + 15 * difficulty))
         scale = completion / (20 + 15 * 2.5)
@@ -76,6 +94,13 @@ def generate_demo_frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
         frame[f"{name}_prompt_tokens"] = prompt_tokens
         frame[f"{name}_completion_tokens"] = completion
     return frame
+
+
+def demo_difficulty(texts) -> np.ndarray:
+    """The hidden difficulty (1 to 4) each demo text reveals by its lead phrase (0: none):
+    what a router that read the text perfectly would know (an evaluation-only bound)."""
+    leads = [(p, k) for k, phrases in DIFFICULTY_PHRASES.items() for p in phrases]
+    return np.array([next((k for p, k in leads if str(t).startswith(p)), 0) for t in texts], np.int64)
 
 
 def demo_metadata(n: int, seed: int) -> dict:

@@ -26,12 +26,16 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
    shortfall of the *bound* is repaid over the next ``H`` requests. At the start of a
    stream the bound is wide, so the policy serves its best model until it has earned
    room: that is the start-up transient, handled by the same rule.
-4. **A fallback that finds the best model.** When no price reaches the target, every
-   request goes to one model, chosen by Thompson sampling from each model's Beta
-   posterior over labels of request-blind steps (exploration and the fallback itself).
-   Nothing is assumed from cost order; a model unlucky on its first labels is sampled
-   again. The per-request predictions are not used here: their noisy differences
-   between models sent requests to a worse model exactly when the SLA needed the best.
+4. **A fallback that finds the best model, per cluster of requests.** When no price
+   reaches the target, every request goes to one model, chosen by Thompson sampling from
+   each model's Beta posterior over labels of request-blind steps (exploration and the
+   fallback itself). Nothing is assumed from cost order; a model unlucky on its first
+   labels is sampled again. The recent requests' embeddings are clustered (k-means, no
+   labels needed; refitted with the model), and where a cluster's own labels make
+   another model the best with posterior probability ``commit`` (its Beta shrunk towards
+   the model's level by ``prior_labels`` pseudo-labels), that cluster's requests go to it:
+   specialists are found without trusting noisy per-request predictions, which sent
+   requests to a worse model exactly when the SLA needed the best.
 
 Uniform exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming
 for every model, so a model written off early can come back.
@@ -98,6 +102,10 @@ class ContextualConfig:
       that a model unlucky on its first labels is tried again (0 = greedy). A UCB1 bonus
       (growing with log of all labels) explored too much here: every extra pull of a worse
       model is satisfaction the SLA has to repay.
+    * ``clusters``: clusters of the recent requests' embeddings in which the fallback
+      may serve a model other than the overall best (0 or 1: one model for every request).
+    * ``prior_labels``: pseudo-labels with which a cluster's Beta posterior starts at the
+      model's overall level (a cluster departs from it only on its own evidence).
     * ``dr``: certify with the doubly-robust estimate (False: trust the predictor, the
       ablation of part 3's robustness).
     """
@@ -118,6 +126,8 @@ class ContextualConfig:
     optimism: float = 1.0
     commit: float = 0.8
     fallback: str = "thompson"
+    clusters: int = 16
+    prior_labels: float = 2.0
 
     def __post_init__(self) -> None:
         from ..validation import check_bool, check_int, check_number
@@ -135,6 +145,8 @@ class ContextualConfig:
         check_int("window", self.window, low=1)
         check_number("optimism", self.optimism, low=0.0)
         check_number("commit", self.commit, low=0.0, high=1.0)
+        check_int("clusters", self.clusters, low=0)
+        check_number("prior_labels", self.prior_labels, low=0.0, low_open=True)
         if self.fallback not in FALLBACKS:
             raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
         check_bool("text", self.text)
@@ -159,6 +171,7 @@ CONTEXTUAL_SWITCHES: dict[str, dict] = {
     "fallback": {"fallback": "request"},
     "thompson": {"fallback": "level"},
     "commit": {"commit": 1.0},
+    "clusters": {"clusters": 0},
 }
 
 
@@ -209,6 +222,15 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
     x0 = np.zeros(size) if init is None or len(init) != size else np.asarray(init, np.float64)
     res = minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 200})
     return res.x
+
+
+def kmeans(X: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """``k`` centres of ``X`` (scikit-learn's k-means++ start and Lloyd iterations, seeded:
+    the same centres for the same inputs, whatever the thread count)."""
+    from sklearn.cluster import KMeans
+
+    km = KMeans(n_clusters=k, n_init=1, max_iter=50, random_state=int(seed)).fit(np.asarray(X, np.float32))
+    return km.cluster_centers_.astype(np.float32)
 
 
 def price_for_target(P: np.ndarray, C: np.ndarray, tau: float, iters: int = 50) -> float:
@@ -274,6 +296,13 @@ class ContextualPolicy:
         self.ref_x = np.zeros((cfg.window, self.D), np.float32)
         self.ref_c = np.zeros((cfg.window, self.M))
         self.ref_n = 0
+        # how each kept label's model was chosen: 2 without looking at the request
+        # (exploration, the overall fallback), 1 by its cluster only, 0 by its text
+        self.lab_blind = np.zeros(cfg.max_labels, np.int8)
+        self._codes: dict[int, int] = {}  # the same, for steps chosen but not yet accounted
+        self.centers: np.ndarray | None = None
+        self.cell_pos = np.zeros((1, self.M))
+        self.cell_cnt = np.zeros((1, self.M))
         self.lam = _PRICE_CAP
         self.tau = 1.0
         self.t = 0
@@ -289,18 +318,19 @@ class ContextualPolicy:
         z = X.astype(np.float64) @ self.W + self.b
         return 1.0 / (1.0 + np.exp(-z))
 
-    def labels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The kept labels ``(x, model, y)``, oldest first."""
+    def labels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kept labels ``(x, model, y, blindness)``, oldest first (blindness: see
+        ``lab_blind``)."""
         cap = self.config.max_labels
         if self.lab_n <= cap:
             n = self.lab_n
-            return self.lab_x[:n], self.lab_m[:n], self.lab_y[:n]
+            return self.lab_x[:n], self.lab_m[:n], self.lab_y[:n], self.lab_blind[:n]
         order = np.roll(np.arange(cap), -(self.lab_n % cap))
-        return self.lab_x[order], self.lab_m[order], self.lab_y[order]
+        return self.lab_x[order], self.lab_m[order], self.lab_y[order], self.lab_blind[order]
 
     def _refit(self) -> None:
         cfg = self.config
-        X, m, y = self.labels()
+        X, m, y, _ = self.labels()
         if y.min() == y.max():  # one class only: keep the levels
             return
         if cfg.text:
@@ -316,6 +346,38 @@ class ContextualPolicy:
             self.b = theta.copy()
         self.theta = theta
         self.version += 1
+
+    def cluster_of(self, X: np.ndarray) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, np.float32))
+        if self.centers is None:
+            return np.zeros(len(X), np.int64)
+        d = (X * X).sum(1)[:, None] - 2 * X @ self.centers.T + (self.centers * self.centers).sum(1)[None, :]
+        return np.argmin(d, axis=1)
+
+    def _recluster(self) -> None:
+        """Cluster the recent requests' embeddings (no labels needed) and recount each
+        cluster's labels of request-blind choices."""
+        cfg = self.config
+        n = min(self.ref_n, cfg.window)
+        if cfg.clusters <= 1 or n < 2 * cfg.clusters:
+            return
+        self.centers = kmeans(self.ref_x[:n], cfg.clusters, seed=self.seed)
+        X, m, y, code = self.labels()
+        blind = code >= 1  # unbiased for their cluster's mean
+        k = self.cluster_of(X[blind])
+        self.cell_pos = np.zeros((cfg.clusters, self.M))
+        self.cell_cnt = np.zeros((cfg.clusters, self.M))
+        np.add.at(self.cell_pos, (k, m[blind]), y[blind])
+        np.add.at(self.cell_cnt, (k, m[blind]), 1.0)
+
+    def cell_posterior(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and size of each model's Beta posterior in cluster ``k``, shrunk to its level."""
+        level = (self.blind_pos + 1.0) / (self.blind_cnt + 2.0)
+        s0 = self.config.prior_labels
+        if self.centers is None:
+            return level, self.blind_cnt + 2.0
+        cnt = self.cell_cnt[k]
+        return (self.cell_pos[k] + s0 * level) / (cnt + s0), cnt + s0
 
     # -- the certificate ----------------------------------------------------------
     def _bound_count(self) -> float:
@@ -359,6 +421,7 @@ class ContextualPolicy:
         explore = u_explore < p_exp
         used = p
         capped = self.lam >= _PRICE_CAP
+        by_cluster = False
         if capped:  # no price reaches the target: serve the best model, and find it
             if cfg.fallback == "thompson":  # one model for every request, by posterior sampling
                 rng = np.random.Generator(np.random.PCG64([self.seed, t]))  # tied to the step
@@ -367,6 +430,12 @@ class ContextualPolicy:
                 best = np.bincount(np.argmax(draws, axis=1), minlength=self.M) / _BEST_DRAWS
                 # commit to the model that is probably best; sample while it is unclear
                 base = mean if best.max() >= cfg.commit else draws[0]
+                if self.centers is not None:  # a cluster where another model is surely better
+                    cm, cs = self.cell_posterior(int(self.cluster_of(x)[0]))
+                    cd = rng.beta(cm * cs, (1.0 - cm) * cs, size=(_BEST_DRAWS, self.M))
+                    cbest = np.bincount(np.argmax(cd, axis=1), minlength=self.M) / _BEST_DRAWS
+                    if cbest.max() >= cfg.commit and int(np.argmax(cbest)) != int(np.argmax(base)):
+                        base, by_cluster = cm, True
                 n = np.full(self.M, np.inf)  # no bonus on top
             elif cfg.fallback == "level":  # one model for every request, by its blind labels
                 n = self.blind_cnt
@@ -379,7 +448,8 @@ class ContextualPolicy:
         else:
             m = int(np.argmin(costs - self.lam * used))
         self.t = t
-        blind = bool(explore) or (capped and cfg.fallback in ("level", "thompson"))
+        blind = bool(explore) or (capped and cfg.fallback in ("level", "thompson") and not by_cluster)
+        self._codes[t] = 2 if blind else (1 if by_cluster else 0)
         return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p_exp, shat=used,
                           q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind)
 
@@ -394,52 +464,61 @@ class ContextualPolicy:
         else:
             s = p if feedback is None else float(feedback)
         self.dr_sum += s
+        code = self._codes.pop(step.t, 2 if step.blind else 0)
         if feedback is None:
-            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), step.blind)
+            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code)
             self.trim_pending(LATE_WINDOW)
         else:
-            self._learn(step.model, p, x, float(feedback), step.blind)
+            self._learn(step.model, p, x, float(feedback), code)
         return s
 
     def late_update(self, t: int, feedback: float) -> None:
         rec = self.pending.pop(int(t), None)
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
-        m, p, x, blind = rec
+        m, p, x, code = rec
         if self.config.dr:
             phi = (self.n_feedback + 1.0) / (self.t + 1.0)
             self.dr_sum += (float(feedback) - p) / phi
         else:
             self.dr_sum += float(feedback) - p
-        self._learn(m, p, x, float(feedback), blind)
+        self._learn(m, p, x, float(feedback), code)
 
     def trim_pending(self, keep: int) -> None:
         """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""
         while len(self.pending) > keep:
             self.pending.popitem(last=False)
 
-    def _learn(self, m: int, p: float, x: np.ndarray, y: float, blind: bool) -> None:
+    def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int) -> None:
         cfg = self.config
         self.n_feedback += 1
-        if blind:
+        if code == 2:
             self.blind_pos[m] += y
             self.blind_cnt[m] += 1
+        if code >= 1:
+            if self.centers is not None:
+                k = int(self.cluster_of(x)[0])
+                self.cell_pos[k, m] += y
+                self.cell_cnt[k, m] += 1
         self.r2_sum += (y - p) ** 2
         self.r2_n += 1
         self.pos[m] += y
         self.cnt[m] += 1
         i = self.lab_n % cfg.max_labels
         self.lab_x[i], self.lab_m[i], self.lab_y[i] = x, m, y
+        self.lab_blind[i] = code
         self.lab_n += 1
         if self.n_feedback >= self.next_fit:
             self._refit()
+            self._recluster()
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
 
     # -- checkpoints ----------------------------------------------------------------
     _SCALARS = ("n_feedback", "dr_sum", "var_sum", "r2_sum", "r2_n", "version", "next_fit",
                 "ref_n", "lam", "tau", "t")
     _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c")
-    _LABELS = ("lab_x", "lab_m", "lab_y")
+    _LABELS = ("lab_x", "lab_m", "lab_y", "lab_blind")
+    _CELLS = ("cell_pos", "cell_cnt")
 
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
@@ -449,6 +528,9 @@ class ContextualPolicy:
         arrays.update({f"contextual.{k}": np.ascontiguousarray(a) for k, a in zip(self._LABELS, self.labels())})
         if self.theta is not None:
             arrays["contextual.theta"] = np.ascontiguousarray(self.theta)
+        arrays.update({f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._CELLS})
+        if self.centers is not None:
+            arrays["contextual.centers"] = np.ascontiguousarray(self.centers)
         arrays["contextual.pending_x"] = (np.stack([x for (_, _, x, _) in self.pending.values()])
                                           if self.pending else np.zeros((0, self.D), np.float32))
         return meta, arrays
@@ -464,6 +546,8 @@ class ContextualPolicy:
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
                 raise ValueError(f"contextual state {k} is not finite")
             setattr(self, k, a)
+        if "contextual.lab_blind" not in arrays:  # written before the clusters: no blind flags kept
+            arrays = {**arrays, "contextual.lab_blind": np.zeros(len(arrays["contextual.lab_y"]), np.int8)}
         kept = [np.array(arrays[f"contextual.{k}"]) for k in self._LABELS]
         if not np.all(np.isfinite(kept[0])) or not np.all(np.isfinite(kept[2])):
             raise ValueError("contextual state labels are not finite")
@@ -472,6 +556,27 @@ class ContextualPolicy:
             getattr(self, k)[:n] = a
         self.lab_n = n
         self.theta = np.array(arrays["contextual.theta"]) if meta.get("fitted") else None
+        for k in self._CELLS:
+            if f"contextual.{k}" in arrays:
+                a = np.array(arrays[f"contextual.{k}"], np.float64)
+                if not np.all(np.isfinite(a)) or a.ndim != 2 or a.shape[1] != self.M:
+                    raise ValueError(f"contextual state {k} is malformed")
+                setattr(self, k, a)
+        c = arrays.get("contextual.centers")
+        self.centers = None if c is None else np.array(c, np.float32)
+        if self.centers is not None and (self.centers.shape != (len(self.cell_cnt), self.D)
+                                         or not np.all(np.isfinite(self.centers))):
+            raise ValueError("contextual state centers are malformed")
         px = np.array(arrays["contextual.pending_x"], np.float32)
-        self.pending = OrderedDict((int(t), (int(m), float(p), px[i], bool(b)))
+        self.pending = OrderedDict((int(t), (int(m), float(p), px[i], _blindness(b)))
                                    for i, (t, m, p, b) in enumerate(meta["pending"]))
+        self._codes = {}
+
+
+def _blindness(b: Any) -> int:
+    """A pending step's blindness code from a checkpoint (older ones stored a bool: True =
+    chosen without looking at the request)."""
+    code = 2 if b is True else 0 if b is False else int(b)
+    if code not in (0, 1, 2):
+        raise ValueError(f"contextual pending step blindness {b!r} is not 0, 1 or 2")
+    return code

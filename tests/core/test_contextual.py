@@ -73,6 +73,43 @@ def test_learns_which_model_is_good_not_the_cost_order():
     assert g["satisfied"].mean() < alpha  # the text-blind guard's assumption fails here
 
 
+def test_clustered_fallback_serves_each_clusters_specialist():
+    """Two cheap specialists each solve one half of the requests (the text tells which); the
+    priciest model is a mediocre generalist with the best level overall. Behind its target
+    (early in a stream), the clustered fallback serves each half its specialist once the
+    labels of request-blind choices say so; the request-blind one (``clusters=0``) serves
+    the generalist everywhere."""
+    from dataclasses import replace
+
+    from slarouter_core.policies.contextual import ContextualPolicy
+
+    rng = np.random.default_rng(0)
+    acc = {True: (0.95, 0.2, 0.8), False: (0.2, 0.95, 0.8)}  # by the sign of coordinate 0
+    picks = {}
+    for clusters in (16, 0):
+        pol = ContextualPolicy(ContextualConfig(clusters=clusters, explore_c=0.0, z=3.0), alpha=0.9,
+                               n_models=3, dim=8, seed=0)
+        t = 0
+        for _ in range(600):  # every model served alike, as exploration would
+            t += 1
+            x = (rng.standard_normal(8) * 0.2).astype(np.float32)
+            x[0] = rng.choice([-1.0, 1.0])
+            step = pol.choose(x, np.array([1.0, 1.2, 10.0]), t, 1.0, 0.0)
+            m = t % 3
+            pol.update(replace(step, model=m, blind=True), x, float(rng.random() < acc[bool(x[0] > 0)][m]))
+        chosen = []
+        for sign in (1.0, -1.0):
+            x = np.zeros(8, np.float32)
+            x[0] = sign
+            t += 1
+            step = pol.choose(x, np.array([1.0, 1.2, 10.0]), t, 1.0, 0.0)
+            assert step.q >= 1e9  # no price reaches alpha 0.9: the fallback serves
+            chosen.append(step.model)
+            pol.update(step, x, None)
+        picks[clusters] = chosen
+    assert picks == {16: [0, 1], 0: [2, 2]}
+
+
 def test_lower_bound_covers_the_realised_satisfaction():
     """The router's own 90% lower confidence bound sits below what it really delivered in
     (nearly) every seed, and is informative (within 5 points)."""
@@ -184,7 +221,9 @@ def test_delayed_feedback_reaches_the_policy():
 # -- configuration ---------------------------------------------------------------------------
 @pytest.mark.parametrize("kw, match", [({"z": -1.0}, "z must be"), ({"h": 0.0}, "h must be"),
                                        ({"replan": 0}, "replan must be"), ({"text": 1}, "text must be"),
-                                       ({"c_shared": math.nan}, "c_shared must be")])
+                                       ({"c_shared": math.nan}, "c_shared must be"),
+                                       ({"clusters": -1}, "clusters must be"), ({"clusters": 2.5}, "clusters must be"),
+                                       ({"prior_labels": 0.0}, "prior_labels must be")])
 def test_bad_settings_are_refused(kw, match):
     with pytest.raises(ValueError, match=match):
         ContextualConfig(**kw)
@@ -195,6 +234,14 @@ def test_contextual_settings_only_with_contextual_mode():
         RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(z=3.0))
     cfg = RouterConfig.from_dict(contextual(0.7, z=3.0).to_dict())
     assert cfg.contextual.z == 3.0 and cfg.mode == "contextual"
+
+
+def test_contextual_settings_may_be_given_flat_as_a_method_spec_gives_them():
+    cfg = RouterConfig.from_dict({"alpha": 0.7, "mode": "contextual", "clusters": 0, "z": 1.5})
+    assert cfg.contextual == ContextualConfig(clusters=0, z=1.5)
+    assert cfg.with_settings(clusters=4).contextual == ContextualConfig(clusters=4, z=1.5)
+    with pytest.raises(ValueError, match="only to mode='contextual'"):
+        RouterConfig.from_dict({"alpha": 0.7, "mode": "paper", "clusters": 0})
 
 
 def test_decide_refuses_bad_costs():
