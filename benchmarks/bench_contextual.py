@@ -63,7 +63,7 @@ from slarouter_core.baselines import static_mixture_lp  # noqa: E402
 from slarouter_core.baselines.oracle import oracle_lp  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
+from slarouter_core.experiments import load_any, parse_method, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.policies.contextual import (_PRICE_CAP, CONTEXTUAL_SWITCHES,  # noqa: E402
                                                 ContextualConfig, fit_multitask_logistic, price_for_target)
@@ -222,10 +222,15 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
                     help="switch one part of the contextual mode off (docs/IMPROVED.md)")
+    ap.add_argument("--contextual", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="contextual settings other than the defaults, e.g. clusters=16")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--encoder", default="minilm")
     args = ap.parse_args(argv)
-    ctx = ContextualConfig(**CONTEXTUAL_SWITCHES[args.ablate]) if args.ablate else ContextualConfig()
+    ctx = ContextualConfig(**(CONTEXTUAL_SWITCHES[args.ablate] if args.ablate else {}))
+    if args.contextual:
+        settings = parse_method("slarouter:" + ",".join(args.contextual)).params  # as compare reads them
+        ctx = RouterConfig(alpha=0.5, mode="contextual", contextual=ctx).with_settings(**settings).contextual
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
     print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}) modes={args.modes} "

@@ -126,7 +126,7 @@ class ContextualConfig:
     optimism: float = 1.0
     commit: float = 0.8
     fallback: str = "thompson"
-    clusters: int = 16
+    clusters: int = 0
     prior_labels: float = 2.0
 
     def __post_init__(self) -> None:
@@ -171,7 +171,6 @@ CONTEXTUAL_SWITCHES: dict[str, dict] = {
     "fallback": {"fallback": "request"},
     "thompson": {"fallback": "level"},
     "commit": {"commit": 1.0},
-    "clusters": {"clusters": 0},
 }
 
 

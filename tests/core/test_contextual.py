@@ -158,9 +158,10 @@ def test_whole_chunked_and_per_request_runs_are_identical():
     assert np.array_equal(whole["model"], np.array(models))
 
 
-def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path):
+@pytest.mark.parametrize("clusters", [0, 16])
+def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path, clusters):
     data, X = zoo(700, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
-    cfg = contextual(0.8)
+    cfg = contextual(0.8, clusters=clusters)
     C = data.costs
 
     def serve(r, rows, log):
@@ -185,6 +186,10 @@ def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path):
     serve(b, range(400, 700), log_b)
     assert log_a == log_b
     assert a.certified_lower_bound() == b.certified_lower_bound()
+    assert (a.policy.centers is not None) == bool(clusters)
+    if clusters:
+        assert np.array_equal(a.policy.centers, b.policy.centers)
+        assert np.array_equal(a.policy.cell_cnt, b.policy.cell_cnt)
 
 
 def test_checkpoint_with_non_finite_state_does_not_load(tmp_path):
@@ -241,7 +246,7 @@ def test_contextual_settings_may_be_given_flat_as_a_method_spec_gives_them():
     assert cfg.contextual == ContextualConfig(clusters=0, z=1.5)
     assert cfg.with_settings(clusters=4).contextual == ContextualConfig(clusters=4, z=1.5)
     with pytest.raises(ValueError, match="only to mode='contextual'"):
-        RouterConfig.from_dict({"alpha": 0.7, "mode": "paper", "clusters": 0})
+        RouterConfig.from_dict({"alpha": 0.7, "mode": "paper", "clusters": 5})
 
 
 def test_decide_refuses_bad_costs():
