@@ -26,16 +26,18 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
    shortfall of the *bound* is repaid over the next ``H`` requests. At the start of a
    stream the bound is wide, so the policy serves its best model until it has earned
    room: that is the start-up transient, handled by the same rule.
-4. **A fallback that finds the best model, per cluster of requests.** When no price
-   reaches the target, every request goes to one model, chosen by Thompson sampling from
-   each model's Beta posterior over labels of request-blind steps (exploration and the
-   fallback itself). Nothing is assumed from cost order; a model unlucky on its first
-   labels is sampled again. The recent requests' embeddings are clustered (k-means, no
-   labels needed; refitted with the model), and where a cluster's own labels make
-   another model the best with posterior probability ``commit`` (its Beta shrunk towards
-   the model's level by ``prior_labels`` pseudo-labels), that cluster's requests go to it:
-   specialists are found without trusting noisy per-request predictions, which sent
-   requests to a worse model exactly when the SLA needed the best.
+4. **A fallback that finds the best model (optionally per cluster of requests).** When
+   no price reaches the target, every request goes to one model, chosen by Thompson
+   sampling from each model's Beta posterior over labels of request-blind steps
+   (exploration and the fallback itself). Nothing is assumed from cost order; a model
+   unlucky on its first labels is sampled again. With ``clusters`` set (opt-in: it lost
+   a seed of the 18 needed on two of the issue's streams, docs/RESULTS.md), the recent
+   requests' embeddings are clustered (k-means, no labels needed; refitted with the
+   model), and where a cluster's own labels make another model the best with posterior
+   probability ``commit`` (its Beta shrunk towards the model's level by
+   ``prior_labels`` pseudo-labels), that cluster's requests go to it: specialists are
+   found without trusting noisy per-request predictions, which sent requests to a worse
+   model exactly when the SLA needed the best.
 
 Uniform exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming
 for every model, so a model written off early can come back.
