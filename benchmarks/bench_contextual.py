@@ -26,6 +26,9 @@ Scenarios (all at feedback rate 0.2 unless named otherwise):
    specialist-zoo: a synthetic zoo of topic specialists (``synthetic.SPECIALIST_MODELS``)
    whose priciest model, a generalist, is not the best on any topic: only a router that
    learns from the text which model is good saves here.
+``--scenarios random-zoos`` (not in the default run): three seeded synthetic zoos of 11
+models with random per-topic skills and log-uniform costs unrelated to skill (dollars per
+request from 0.1 to 20), each at its midpoint alpha.
 ``--scenarios phases`` (not in the default run) shows where the contextual mode's cost goes,
 on seed 0 of the demo and of llama-mixed: per stretch of the stream, the share of requests
 on which no price reached the plan's target (the policy then serves its fallback, one
@@ -69,7 +72,8 @@ from slarouter_core.policies.contextual import (_PRICE_CAP, CONTEXTUAL_SWITCHES,
                                                 ContextualConfig, fit_multitask_logistic, price_for_target)
 from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter  # noqa: E402
 from slarouter_core.simulator import SimulationConfig, simulate, stream_plan_full  # noqa: E402
-from slarouter_core.synthetic import SPECIALIST_MODELS, demo_difficulty, generate_demo_frame  # noqa: E402
+from slarouter_core.synthetic import (SPECIALIST_MODELS, demo_difficulty, generate_demo_frame,  # noqa: E402
+                                     random_zoo_models)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
@@ -218,7 +222,7 @@ def specialist_zoo() -> RoutingData:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20, help="seeds per scenario and mode (default 20)")
-    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS + ("phases",))
+    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS + ("phases", "random-zoos"))
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
                     help="switch one part of the contextual mode off (docs/IMPROVED.md)")
@@ -245,7 +249,18 @@ def main(argv=None) -> int:
         print_rows(run_scenario("demo (mixed)", demo, Xd, midpoint_alpha(demo), seeds, args.modes, ctx,
                                 jobs=args.jobs), "Goal 1: built-in demo, mixed stream, midpoint alpha "
                    "(target: met at <= 0.6x the static mixture)")
-    llama_needed = [s for s in args.scenarios if s not in ("demo",)]
+    if "random-zoos" in args.scenarios:
+        rows = []
+        for z in range(3):
+            zoo = from_frame(generate_demo_frame(3000, z, random_zoo_models(11, 100 + z)), cost="energy_joules")
+            acc, cost = zoo.solved.mean(0), zoo.costs.mean(0)
+            best = int(np.argmax(acc))
+            print(f"\nrandom zoo {z}: most accurate model {100 * acc[best]:.1f}% ({int((cost > cost[best]).sum())} of "
+                  f"{zoo.n_models - 1} others dearer), priciest model {100 * acc[int(np.argmax(cost))]:.1f}%")
+            rows += run_scenario(f"random zoo {z} (11 models)", zoo, embed_texts(zoo.texts, args.encoder),
+                                 midpoint_alpha(zoo), seeds, args.modes, ctx, jobs=args.jobs)
+        print_rows(rows, "Zoos no default was tuned on: 11 models, random skills, costs unrelated to skill")
+    llama_needed = [s for s in args.scenarios if s not in ("demo", "random-zoos")]
     if llama_needed and not SHARED.exists():
         print(f"\nshared data not found at {SHARED}: Llama-3 scenarios skipped")
         return 0

@@ -59,6 +59,20 @@ TEMPLATES = [
 ]
 
 
+def random_zoo_models(n_models: int, seed: int, cost_range: tuple[float, float] = (0.1, 20.0)) -> tuple:
+    """``n_models`` models (rows like ``DEMO_MODELS``) with random per-topic skills and
+    log-uniform costs unrelated to skill: zoos no router's defaults were tuned on, where
+    cost order says nothing about accuracy."""
+    rng = np.random.default_rng(seed)
+    lo, hi = np.log(cost_range[0]), np.log(cost_range[1])
+    models = []
+    for i in range(int(n_models)):
+        base = rng.uniform(1.0, 4.0)
+        skill = {t: float(base + rng.normal(0.0, 0.5)) for t in TOPICS}
+        models.append((f"model-{i}", skill, float(np.exp(rng.uniform(lo, hi))), 1000.0))
+    return tuple(models)
+
+
 def generate_demo_frame(n: int = 3000, seed: int = 0, models=DEMO_MODELS) -> pd.DataFrame:
     """The demo table in the canonical schema (``models``: rows like ``DEMO_MODELS``)."""
     rng = np.random.default_rng(seed)

@@ -9,7 +9,7 @@ import pytest
 
 from slarouter_core.data import from_frame, load_parquet
 from slarouter_core.synthetic import (DEMO_MODELS, DIFFICULTY_PHRASES, SPECIALIST_MODELS, demo_difficulty,
-                                      generate_demo_frame)
+                                      generate_demo_frame, random_zoo_models)
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo.parquet"
 
@@ -47,3 +47,12 @@ def test_a_per_topic_skill_must_name_every_topic():
     models = (("partial", {"coding": 3.0}, 10.0, 100.0),)
     with pytest.raises(ValueError, match="no skill for topic"):
         generate_demo_frame(50, 0, models)
+
+
+def test_random_zoos_are_seeded_and_use_their_cost_range():
+    a, b, c = random_zoo_models(11, 5), random_zoo_models(11, 5), random_zoo_models(11, 6)
+    assert a == b and a != c and len(a) == 11
+    costs = np.array([m[2] for m in a])
+    assert np.all((costs >= 0.1) & (costs <= 20.0))
+    data = from_frame(generate_demo_frame(300, 0, a))
+    assert data.n_models == 11
