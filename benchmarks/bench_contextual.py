@@ -170,9 +170,9 @@ def phases(name: str, data: RoutingData, X: np.ndarray, alpha: float, ctx: Conte
           f"(z * sd of its estimate / t) = {100 * pol.config.z * math.sqrt(pol.var_sum) / N:.1f} points", flush=True)
 
 
-def linear_text_plan(data: RoutingData, X: np.ndarray, target: float) -> float:
-    """Cost / static mixture of the cheapest plan on an in-sample multi-task logistic fit to
-    every label whose *real* satisfaction reaches ``target``."""
+def linear_text_plans(data: RoutingData, X: np.ndarray, targets) -> list[float]:
+    """Mean cost of the cheapest plan on an in-sample multi-task logistic fit to every label
+    (fitted once) whose *real* satisfaction reaches each of ``targets``."""
     N, M = data.solved.shape
     Y, C = data.solved, data.costs
     theta = fit_multitask_logistic(np.repeat(X, M, 0), np.tile(np.arange(M), N), Y.reshape(-1), M, 10.0, 1.0)
@@ -180,29 +180,32 @@ def linear_text_plan(data: RoutingData, X: np.ndarray, target: float) -> float:
     W = (theta[:D][None, :] + theta[D:D + D * M].reshape(M, D)).T
     P = 1.0 / (1.0 + np.exp(-(X.astype(np.float64) @ W + theta[-M:])))
     rows = np.arange(N)
-    lo, hi = 0.0, 1.0
-    for _ in range(30):  # the plan target whose real satisfaction reaches the target
-        mid = (lo + hi) / 2
-        m = np.argmin(C - price_for_target(P, C, mid) * P, axis=1)
-        lo, hi = (mid, hi) if Y[rows, m].mean() < target else (lo, mid)
-    m = np.argmin(C - price_for_target(P, C, hi) * P, axis=1)
-    return float(C[rows, m].mean())
+    out = []
+    for target in targets:
+        lo, hi = 0.0, 1.0
+        for _ in range(30):  # the plan target whose real satisfaction reaches the target
+            mid = (lo + hi) / 2
+            m = np.argmin(C - price_for_target(P, C, mid) * P, axis=1)
+            lo, hi = (mid, hi) if Y[rows, m].mean() < target else (lo, mid)
+        m = np.argmin(C - price_for_target(P, C, hi) * P, axis=1)
+        out.append(float(C[rows, m].mean()))
+    return out
 
 
-def known_context_plan(data: RoutingData, context: np.ndarray, target: float) -> float:
+def known_context_plans(data: RoutingData, context: np.ndarray, targets) -> list[float]:
     """Mean cost of the cheapest per-request plan that knows each request's context and each
-    model's exact accuracy in it (the per-request LP on per-context accuracies)."""
+    model's exact accuracy in it (the per-request LP on per-context accuracies), per target."""
     S = np.zeros(data.solved.shape)
     for c in np.unique(context):
         S[context == c] = data.solved[context == c].mean(0)
-    return oracle_lp(S, data.costs, target)[1] / data.n_requests
+    return [oracle_lp(S, data.costs, target)[1] / data.n_requests for target in targets]
 
 
 def ceilings(name: str, data: RoutingData, X: np.ndarray, context: np.ndarray, alpha: float) -> str:
     mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
-    text = [linear_text_plan(data, X, alpha + mg / 100) / mix for mg in CEILING_MARGINS]
-    known = [known_context_plan(data, context, alpha + mg / 100) / mix for mg in CEILING_MARGINS]
-    return f"| {name} | {100 * alpha:.1f}% | " + " | ".join(f"{v:.2f}x" for v in text + known) + " |"
+    targets = [alpha + mg / 100 for mg in CEILING_MARGINS]
+    costs = linear_text_plans(data, X, targets) + known_context_plans(data, context, targets)
+    return f"| {name} | {100 * alpha:.1f}% | " + " | ".join(f"{v / mix:.2f}x" for v in costs) + " |"
 
 
 def labels_needed(sub: RoutingData) -> tuple[float, float]:

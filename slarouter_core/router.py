@@ -411,11 +411,7 @@ class SLARouter:
         if not isinstance(meta, dict) or meta.get("format") != "slarouter-router-v1":
             raise ValueError(f"{p.name} is not a SLARouter checkpoint (missing metadata)")
         try:
-            config = RouterConfig.from_dict(meta["config"])
-            if config.mode == "contextual" and "clusters" not in (meta["config"].get("contextual") or {}):
-                # written before the clustered fallback: continue as the policy then did
-                config = replace(config, contextual=replace(config.contextual, clusters=0))
-            router = cls(config, meta["n_models"], meta["dim"], meta["seed"])
+            router = cls(RouterConfig.from_dict(meta["config"]), meta["n_models"], meta["dim"], meta["seed"])
             router.t = int(meta["t"])
             n_feedback = int(meta["n_feedback"])
             router.draws.rng.bit_generator.state = int_state(meta["policy_rng"])

@@ -28,7 +28,8 @@ DEMO_MODELS = (
 )
 
 #: specialists: each is strong on its own topics only; the priciest model is a generalist
-#: that no topic's specialist is worse than (not the most accurate model of the zoo)
+#: that each topic's specialist beats on that topic (pooled over topics it is still the
+#: most accurate single model)
 SPECIALIST_MODELS = (
     ("tiny-1b", 1.4, 60.0, 300.0),
     ("coder-8b", {"arithmetic": 3.6, "science": 1.8, "history": 1.6, "coding": 4.2}, 350.0, 900.0),

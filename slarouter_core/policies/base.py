@@ -30,7 +30,8 @@ class PolicyStep:
     ``argmin_m v * costs_m + q * (alpha - shat_m)`` is the rule (``Decision.scores``).
     ``blind``: the model was chosen without looking at the request (exploration, or a
     fallback that serves every request alike), so its label is an unbiased sample of that
-    model's satisfaction over the stream.
+    model's satisfaction over the stream. ``by_cluster``: chosen by the request's cluster
+    only (contextual mode), so its label is unbiased for that cluster, not the stream.
     """
 
     t: int
@@ -43,6 +44,7 @@ class PolicyStep:
     shat_served: float
     blind: bool = False
     escalated: bool = False  # guarded mode: the guard overrode the rule's choice
+    by_cluster: bool = False
 
 
 @dataclass

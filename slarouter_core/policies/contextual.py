@@ -300,7 +300,6 @@ class ContextualPolicy:
         # how each kept label's model was chosen: 2 without looking at the request
         # (exploration, the overall fallback), 1 by its cluster only, 0 by its text
         self.lab_blind = np.zeros(cfg.max_labels, np.int8)
-        self._codes: dict[int, int] = {}  # the same, for steps chosen but not yet accounted
         self.centers: np.ndarray | None = None
         self.cell_pos = np.zeros((1, self.M))
         self.cell_cnt = np.zeros((1, self.M))
@@ -371,12 +370,14 @@ class ContextualPolicy:
         np.add.at(self.cell_pos, (k, m[blind]), y[blind])
         np.add.at(self.cell_cnt, (k, m[blind]), 1.0)
 
+    def blind_posterior(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and size of each model's Beta(1, 1) posterior over its request-blind labels."""
+        return (self.blind_pos + 1.0) / (self.blind_cnt + 2.0), self.blind_cnt + 2.0
+
     def cell_posterior(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Mean and size of each model's Beta posterior in cluster ``k``, shrunk to its level."""
-        level = (self.blind_pos + 1.0) / (self.blind_cnt + 2.0)
+        level = self.blind_posterior()[0]
         s0 = self.config.prior_labels
-        if self.centers is None:
-            return level, self.blind_cnt + 2.0
         cnt = self.cell_cnt[k]
         return (self.cell_pos[k] + s0 * level) / (cnt + s0), cnt + s0
 
@@ -426,7 +427,7 @@ class ContextualPolicy:
         if capped:  # no price reaches the target: serve the best model, and find it
             if cfg.fallback == "thompson":  # one model for every request, by posterior sampling
                 rng = np.random.Generator(np.random.PCG64([self.seed, t]))  # tied to the step
-                mean, size = (self.blind_pos + 1.0) / (self.blind_cnt + 2.0), self.blind_cnt + 2.0
+                mean, size = self.blind_posterior()
                 draws = rng.beta(mean * size, (1.0 - mean) * size, size=(_BEST_DRAWS, self.M))
                 best = np.bincount(np.argmax(draws, axis=1), minlength=self.M) / _BEST_DRAWS
                 # commit to the model that is probably best; sample while it is unclear
@@ -440,7 +441,7 @@ class ContextualPolicy:
                 n = np.full(self.M, np.inf)  # no bonus on top
             elif cfg.fallback == "level":  # one model for every request, by its blind labels
                 n = self.blind_cnt
-                base = (self.blind_pos + 1.0) / (n + 2.0)
+                base = self.blind_posterior()[0]
             else:
                 n, base = self.cnt, p
             used = np.minimum(1.0, base + cfg.optimism * np.sqrt(base * (1.0 - base) / (n + 1.0)))
@@ -450,9 +451,9 @@ class ContextualPolicy:
             m = int(np.argmin(costs - self.lam * used))
         self.t = t
         blind = bool(explore) or (capped and cfg.fallback in ("level", "thompson") and not by_cluster)
-        self._codes[t] = 2 if blind else (1 if by_cluster else 0)
         return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p_exp, shat=used,
-                          q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind)
+                          q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind,
+                          by_cluster=by_cluster and not explore)
 
     def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float:
         """Account step ``step.t``; returns the doubly-robust value it adds to the estimate."""
@@ -465,7 +466,7 @@ class ContextualPolicy:
         else:
             s = p if feedback is None else float(feedback)
         self.dr_sum += s
-        code = self._codes.pop(step.t, 2 if step.blind else 0)
+        code = 2 if step.blind else 1 if step.by_cluster else 0  # see lab_blind
         if feedback is None:
             self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code)
             self.trim_pending(LATE_WINDOW)
@@ -496,11 +497,10 @@ class ContextualPolicy:
         if code == 2:
             self.blind_pos[m] += y
             self.blind_cnt[m] += 1
-        if code >= 1:
-            if self.centers is not None:
-                k = int(self.cluster_of(x)[0])
-                self.cell_pos[k, m] += y
-                self.cell_cnt[k, m] += 1
+        if code >= 1 and self.centers is not None:
+            k = int(self.cluster_of(x)[0])
+            self.cell_pos[k, m] += y
+            self.cell_cnt[k, m] += 1
         self.r2_sum += (y - p) ** 2
         self.r2_n += 1
         self.pos[m] += y
@@ -571,7 +571,6 @@ class ContextualPolicy:
         px = np.array(arrays["contextual.pending_x"], np.float32)
         self.pending = OrderedDict((int(t), (int(m), float(p), px[i], _blindness(b)))
                                    for i, (t, m, p, b) in enumerate(meta["pending"]))
-        self._codes = {}
 
 
 def _blindness(b: Any) -> int:

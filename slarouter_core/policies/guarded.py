@@ -126,6 +126,24 @@ def _thompson_page(M: int) -> Callable[[np.random.Generator, int], np.ndarray]:
     return draw
 
 
+class _StateField:
+    """One scalar of the compiled rule's state record, read (and written) as an attribute."""
+
+    def __init__(self, cast: Callable[[Any], Any], doc: str = "", read_only: bool = False):
+        self.cast, self.__doc__, self.read_only = cast, doc, read_only
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else self.cast(obj.st[0][self.name])
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if self.read_only:
+            raise AttributeError(f"{self.name} is read-only")
+        obj.st[0][self.name] = value
+
+
 class GuardedPolicy(PredictorPolicy):
     """State of ``mode="guarded"``: the named scalar record, per-model level arrays, the
     predictor, its buffer's stream, and (policy ``thompson``) the posterior draws.
@@ -152,43 +170,11 @@ class GuardedPolicy(PredictorPolicy):
         self._no_draws = np.zeros((1, 1))
 
     # -- what the router reads ------------------------------------------------------
-    @property
-    def q(self) -> float:
-        """The truncated queue max(0, Q + alpha - s) (decisions use it without banking)."""
-        return float(self.st[0]["q"])
-
-    @q.setter
-    def q(self, value: float) -> None:
-        self.st[0]["q"] = value
-
-    @property
-    def n_feedback(self) -> int:
-        return int(self.st[0]["n_feedback"])
-
-    @n_feedback.setter
-    def n_feedback(self, value: int) -> None:
-        self.st[0]["n_feedback"] = value
-
-    @property
-    def spread_sum(self) -> float:
-        return float(self.st[0]["spread_sum"])
-
-    @spread_sum.setter
-    def spread_sum(self, value: float) -> None:
-        self.st[0]["spread_sum"] = value
-
-    @property
-    def deficit(self) -> float:
-        """sum(alpha - s_used): the banked queue (negative when ahead of alpha)."""
-        return float(self.st[0]["deficit"])
-
-    @deficit.setter
-    def deficit(self, value: float) -> None:
-        self.st[0]["deficit"] = value
-
-    @property
-    def var_sum(self) -> float:
-        return float(self.st[0]["var_sum"])
+    q = _StateField(float, "The truncated queue max(0, Q + alpha - s) (decisions use it without banking).")
+    n_feedback = _StateField(int)
+    spread_sum = _StateField(float)
+    deficit = _StateField(float, "sum(alpha - s_used): the banked queue (negative when ahead of alpha).")
+    var_sum = _StateField(float, read_only=True)
 
     def decision_queue(self) -> float:
         return float(decision_queue_of(self.st[0], self.par[0]))
