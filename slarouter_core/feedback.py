@@ -23,6 +23,20 @@ Kinds
 
 Any kind can route labels through a simulated LLM judge (:mod:`slarouter_core.judge`):
 ``judge=JudgeModel(...)`` flips labels with the judge's false-positive/negative rates.
+
+Judge fill-in (the paper's protocol: "when users do not provide feedback, SLARouter falls
+back to synthetic signals from an LLM judge"): ``judge_fill=JudgeModel(...)`` keeps the
+users' thumbs as they are and, on a share ``judge_budget`` of the requests that got no
+thumbs, adds the judge's verdict on the served answer. A plan cell then holds one of
+
+====================  =====================================================
+``NO_FEEDBACK`` (-1)  nothing
+0, 1                  the user's thumbs
+``JUDGED`` + 0 or 1   the judge's verdict (2 = judged wrong, 3 = judged right)
+====================  =====================================================
+
+so that one int8 matrix still carries a whole stream's verdicts. A judge verdict is never
+a thumb: the router decides how to use it (``SLARouter.observe(..., judge=)``).
 """
 
 from __future__ import annotations
@@ -38,6 +52,20 @@ from .validation import check_choice, check_number
 FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
 KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
 NO_FEEDBACK = -1
+#: plan code of a judge verdict: JUDGED + verdict (the user gave no thumbs on that request)
+JUDGED = 2
+
+
+def thumbs_of(codes: np.ndarray) -> np.ndarray:
+    """The users' thumbs in plan codes (judge verdicts become ``NO_FEEDBACK``)."""
+    codes = np.asarray(codes)
+    return np.where(codes >= JUDGED, NO_FEEDBACK, codes).astype(np.int8)
+
+
+def judge_of(codes: np.ndarray) -> np.ndarray:
+    """The judge's verdicts in plan codes (0/1; ``NO_FEEDBACK`` where it gave none)."""
+    codes = np.asarray(codes)
+    return np.where(codes >= JUDGED, codes - JUDGED, NO_FEEDBACK).astype(np.int8)
 
 
 @dataclass(frozen=True)
@@ -52,6 +80,8 @@ class FeedbackConfig:
     delay_dist: Literal["fixed", "geometric"] = "fixed"
     drift_mix: float = 0.1
     judge: JudgeModel | None = None
+    judge_fill: JudgeModel | None = None
+    judge_budget: float = 1.0
 
     def __post_init__(self) -> None:
         check_choice("feedback kind", self.kind, KINDS)
@@ -61,12 +91,17 @@ class FeedbackConfig:
         check_number("delay", self.delay, low=0.0)
         check_choice("delay_dist", self.delay_dist, ("fixed", "geometric"))
         check_number("drift_mix", self.drift_mix, low=0.0, high=0.5)
-        if self.judge is not None and not isinstance(self.judge, JudgeModel):
-            raise TypeError("judge must be a JudgeModel or None")
+        for name in ("judge", "judge_fill"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), JudgeModel):
+                raise TypeError(f"{name} must be a JudgeModel or None")
+        check_number("judge_budget", self.judge_budget, low=0.0, high=1.0)
+        if self.judge is not None and self.judge_fill is not None:
+            raise ValueError("judge (the judge replaces the users' thumbs) and judge_fill (it fills in "
+                             "where they gave none) cannot both be set")
 
     @property
     def is_default(self) -> bool:
-        return self.kind == "iid" and self.judge is None
+        return self.kind == "iid" and self.judge is None and self.judge_fill is None
 
     def check_rate(self, rate: float) -> None:
         """Raise if ``rate`` cannot be realised by this model."""
@@ -77,6 +112,7 @@ class FeedbackConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["judge"] = None if self.judge is None else self.judge.to_dict()
+        d["judge_fill"] = None if self.judge_fill is None else self.judge_fill.to_dict()
         return d
 
     @classmethod
@@ -84,8 +120,9 @@ class FeedbackConfig:
         if not d:
             return cls()
         d = dict(d)
-        if d.get("judge") is not None:
-            d["judge"] = JudgeModel(**d["judge"])
+        for name in ("judge", "judge_fill"):
+            if d.get(name) is not None:
+                d[name] = JudgeModel(**d[name])
         return cls(**d)
 
 
@@ -188,7 +225,20 @@ def make_plan(labels: np.ndarray, gives_iid: np.ndarray, rate: float, seed: int,
         u = _rng(seed, 4).random(n)[:, None]
         p = np.where(shown > 0, rate, min(1.0, rate * config.negative_ratio))
         fb = np.where(u < p, shown, NO_FEEDBACK).astype(np.int8)
+    if config.judge_fill is not None:
+        fb = fill_in(fb, labels, config.judge_fill, config.judge_budget, _rng(seed, 6))
     return FeedbackPlan(feedback=fb, delay=delay)
+
+
+def fill_in(fb: np.ndarray, labels: np.ndarray, judge: JudgeModel, budget: float,
+            rng: np.random.Generator) -> np.ndarray:
+    """``fb`` with the judge's verdicts (``JUDGED`` + 0/1) on a share ``budget`` of the
+    requests without thumbs; the judge reads the served answer, so its verdict is drawn
+    for every model of a judged request and the served one is what the router sees."""
+    no_thumbs = np.all(fb == NO_FEEDBACK, axis=1)
+    judged = no_thumbs & (rng.random(len(fb)) < budget)
+    verdict = judge.corrupt(np.asarray(labels), rng).astype(np.int8)
+    return np.where(judged[:, None], JUDGED + verdict, fb).astype(np.int8)
 
 
 def drift_order(order: np.ndarray, groups: np.ndarray, mix: float, seed: int) -> np.ndarray:

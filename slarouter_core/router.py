@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .feedback import JUDGED, NO_FEEDBACK, judge_of, thumbs_of
 from .policies.base import LATE_WINDOW, BlockTrace, StepDraws, int_state
 from .policies.contextual import ContextualConfig, ContextualPolicy
 from .policies.guarded import FIELDS as GUARDED_FIELDS
@@ -34,7 +35,6 @@ from .policies.schedule import exploration_probability
 from .predictor import PredictorConfig, SatisfactionPredictor
 from .validation import check_alpha, check_choice, check_number, check_optional_number
 
-NO_FEEDBACK = -1
 MODES = ("paper", "guarded", "contextual")
 #: contextual settings that may be given flat (``optimism`` is also guarded's: it stays there)
 CONTEXTUAL_FIELDS = frozenset(f.name for f in fields(ContextualConfig)) - frozenset(GUARDED_FIELDS)
@@ -295,17 +295,60 @@ class SLARouter:
         self._pending = (decision, step, x)
         return decision
 
-    def observe(self, decision: Decision, feedback: int | float | None) -> None:
+    @property
+    def judge_use(self) -> str:
+        """How the policy uses an LLM judge's verdicts: ``"label"`` as if they were thumbs
+        (paper mode, the paper's fill-in protocol), ``"estimate"`` only as predictions
+        that the users' thumbs correct (contextual), ``"ignore"`` (guarded)."""
+        return getattr(self.policy, "JUDGE_USE", "ignore")
+
+    def observe(self, decision: Decision, feedback: int | float | None,
+                judge: int | None = None) -> None:
         """Feed back the user's verdict on the served response (None: none yet; it may
-        still come through :meth:`late_feedback`)."""
+        still come through :meth:`late_feedback`), and optionally an LLM judge's verdict
+        on the same response (``judge``, 0/1; see :attr:`judge_use`)."""
         if self._pending is None or self._pending[0] is not decision:
             raise RuntimeError("observe() must be called once, for the latest decision")
         if feedback is not None and feedback not in (0, 1, True, False):
             raise ValueError(f"feedback must be 1, 0 or None, got {feedback!r}")
+        if judge is not None and judge not in (0, 1, True, False):
+            raise ValueError(f"judge verdict must be 1, 0 or None, got {judge!r}")
         _, step, x = self._pending
-        self.last_s_used = self.policy.update(step, x, None if feedback is None else float(feedback))
+        f = None if feedback is None else float(feedback)
+        use = self.judge_use
+        if use == "label" and f is None and judge is not None:
+            f = float(judge)
+        if use == "estimate":
+            self.last_s_used = self.policy.update(step, x, f, None if judge is None else float(judge))
+        else:
+            self.last_s_used = self.policy.update(step, x, f)
         self.t = decision.t
         self._pending = None
+
+    def judge_verdict(self, t: int, verdict: int) -> None:
+        """An LLM judge's verdict on step ``t``'s served answer, arriving after the step was
+        observed (as in the service, where the judge runs after the reply). Unknown or
+        already-labelled steps are ignored: a judge verdict is optional by nature."""
+        if verdict not in (0, 1, True, False):
+            raise ValueError(f"judge verdict must be 1 or 0, got {verdict!r}")
+        use = self.judge_use
+        try:
+            if use == "label":
+                self.policy.late_update(int(t), float(verdict))
+            elif use == "estimate":
+                self.policy.late_judge(int(t), float(verdict))
+        except KeyError:
+            pass
+
+    def sla_status(self) -> dict:
+        """What the router claims about its SLA now: ``at_risk`` (the target can no longer
+        be reached with the stated confidence in the rest of the window), the step of the
+        first warning (``first_at_risk``, None if none), and the guarantee in words
+        (``guarantee``; None for a policy that claims none)."""
+        status = getattr(self.policy, "sla_status", None)
+        if status is None:
+            return {"at_risk": False, "first_at_risk": None, "guarantee": None}
+        return dict(status())
 
     def late_feedback(self, t: int, feedback: int | float) -> None:
         """Feedback that arrives after step ``t`` was observed without any. The guarded and
@@ -338,11 +381,20 @@ class SLARouter:
         x_shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # a lazy row view keeps its rows
         if x_shape != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
             raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
+        codes = feedback
+        judged = bool(np.any(np.asarray(feedback[:n]) >= JUDGED))
+        if judged and self.judge_use != "estimate":
+            fb = np.asarray(feedback)
+            feedback = np.where(fb >= JUDGED, fb - JUDGED, fb).astype(np.int8) if self.judge_use == "label" \
+                else thumbs_of(fb)
         if hasattr(self.policy, "run_block"):
             out = self.policy.run_block(X, costs, feedback, n, self.t, self._step_draws)
             self.t += n
-            return out
-        return self._per_request_block(X, costs, feedback, n)
+        else:
+            out = self._per_request_block(X, costs, feedback, n)
+        if judged:  # the trace keeps what was given (thumbs or a judge verdict), not how it was used
+            out.feedback = np.asarray(codes[:n])[np.arange(n), out.model].astype(np.int8)
+        return out
 
     def _per_request_block(self, X, costs, feedback, n: int) -> BlockTrace:
         """A policy without a batched path: the per-request rule itself, so whole, chunked
@@ -357,7 +409,8 @@ class SLARouter:
             version = self.policy.version
             d = self.decide(X[i], costs[i])
             f = int(fb[i, d.model])
-            self.observe(d, None if f == NO_FEEDBACK else f)
+            thumb, judge = int(thumbs_of(f)), int(judge_of(f))
+            self.observe(d, None if thumb == NO_FEEDBACK else thumb, None if judge == NO_FEEDBACK else judge)
             out["model"][i] = d.model
             out["explored"][i] = d.explored
             out["feedback"][i] = f

@@ -18,7 +18,7 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
-from .feedback import FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, make_plan
+from .feedback import (JUDGED, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, make_plan)
 from .metrics import Summary, summarize
 from .router import NO_FEEDBACK, RouterConfig, SLARouter
 from .validation import check_bool, check_int, check_number
@@ -213,8 +213,9 @@ class Simulation:
             d = r.decide(x, self._stream_costs[i])
             m = d.model
             f = int(self.feedback_plan[i, m])
-            r.observe(d, None)
-            if f != NO_FEEDBACK and self._in_flight.send(i, int(self.delay[i]), d.t, f):
+            # the judge reads the answer at once; the user's thumbs come with their delay
+            r.observe(d, None, judge=f - JUDGED if f >= JUDGED else None)
+            if NO_FEEDBACK < f < JUDGED and self._in_flight.send(i, int(self.delay[i]), d.t, f):
                 r.late_feedback(d.t, f)
             self._model[i] = m
             self._explored[i] = d.explored

@@ -455,7 +455,10 @@ class ContextualPolicy:
                           q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind,
                           by_cluster=by_cluster and not explore)
 
-    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float:
+    JUDGE_USE = "estimate"
+
+    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None,
+               judge: float | None = None) -> float:
         """Account step ``step.t``; returns the doubly-robust value it adds to the estimate."""
         p = step.shat_served
         phi = (self.n_feedback + 1.0) / (step.t + 1.0)
@@ -485,6 +488,11 @@ class ContextualPolicy:
         else:
             self.dr_sum += float(feedback) - p
         self._learn(m, p, x, float(feedback), code)
+
+    def late_judge(self, t: int, verdict: float) -> None:
+        """A judge verdict on step ``t`` after it was accounted (not used yet)."""
+        if int(t) not in self.pending:
+            raise KeyError(t)
 
     def trim_pending(self, keep: int) -> None:
         """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""

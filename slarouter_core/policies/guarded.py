@@ -150,6 +150,9 @@ class GuardedPolicy(PredictorPolicy):
     ``current_v`` is V before ``v_scale`` (the sidebar's V); decisions use ``v_scale``
     times it."""
 
+    #: its certificate counts thumbs only (a biased judge would bias it)
+    JUDGE_USE = "ignore"
+
     def __init__(self, config: Any, n_models: int, dim: int, predictor: SatisfactionPredictor,
                  buffer_rng: np.random.Generator, ts_rng: np.random.Generator):
         self.config = config  # RouterConfig (alpha, c, V schedule) with its .guarded settings

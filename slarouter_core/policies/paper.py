@@ -106,6 +106,9 @@ class PaperPolicy(PredictorPolicy):
     """State and rule of ``mode="paper"``: the queue, the cost-gap sum behind V, the
     predictor and its buffer's random stream."""
 
+    #: the paper's protocol: a judge verdict where the user gave none is used as a label
+    JUDGE_USE = "label"
+
     def __init__(self, config: Any, n_models: int, dim: int, predictor: SatisfactionPredictor,
                  buffer_rng: np.random.Generator):
         self.config = config  # RouterConfig: alpha, c and the V schedule
