@@ -27,16 +27,23 @@ Any kind can route labels through a simulated LLM judge (:mod:`slarouter_core.ju
 Judge fill-in (the paper's protocol: "when users do not provide feedback, SLARouter falls
 back to synthetic signals from an LLM judge"): ``judge_fill=JudgeModel(...)`` keeps the
 users' thumbs as they are and, on a share ``judge_budget`` of the requests that got no
-thumbs, adds the judge's verdict on the served answer. A plan cell then holds one of
+thumbs, adds the judge's verdict on the served answer. The judge also reads every request
+that did get thumbs: those pairs are what a router calibrates the judge on (its raw
+verdicts are biased; prediction-powered inference needs judge and truth on the same
+requests). A plan cell then holds one of
 
-====================  =====================================================
-``NO_FEEDBACK`` (-1)  nothing
-0, 1                  the user's thumbs
-``JUDGED`` + 0 or 1   the judge's verdict (2 = judged wrong, 3 = judged right)
-====================  =====================================================
+==========================  ===============================================
+``NO_FEEDBACK`` (-1)        nothing
+0, 1                        the user's thumbs only
+``JUDGED`` + j (2, 3)       the judge's verdict j only (no thumbs)
+``BOTH`` + 2 y + j (4-7)    thumbs y and the judge's verdict j
+==========================  ===============================================
 
 so that one int8 matrix still carries a whole stream's verdicts. A judge verdict is never
-a thumb: the router decides how to use it (``SLARouter.observe(..., judge=)``).
+a thumb: the router decides how to use it (``SLARouter.observe(..., judge=)``), and a
+router that does not use the judge where thumbs exist records only the thumbs there
+(the trace then counts no judge call for it). Count with :func:`thumbs_of`,
+:func:`judge_of` and :func:`judge_calls`, never by comparing codes by hand.
 """
 
 from __future__ import annotations
@@ -52,20 +59,32 @@ from .validation import check_choice, check_number
 FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
 KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
 NO_FEEDBACK = -1
-#: plan code of a judge verdict: JUDGED + verdict (the user gave no thumbs on that request)
+#: plan code of a judge verdict alone: JUDGED + verdict (the user gave no thumbs)
 JUDGED = 2
+#: plan code of thumbs y with the judge's verdict j on the same answer: BOTH + 2 y + j
+BOTH = 4
 
 
-def thumbs_of(codes: np.ndarray) -> np.ndarray:
-    """The users' thumbs in plan codes (judge verdicts become ``NO_FEEDBACK``)."""
-    codes = np.asarray(codes)
-    return np.where(codes >= JUDGED, NO_FEEDBACK, codes).astype(np.int8)
+def thumbs_of(codes):
+    """The users' thumbs in plan codes (0/1; ``NO_FEEDBACK`` where they gave none)."""
+    c = np.asarray(codes)
+    return np.where(c >= BOTH, (c - BOTH) // 2, np.where(c >= JUDGED, NO_FEEDBACK, c)).astype(np.int8)
 
 
-def judge_of(codes: np.ndarray) -> np.ndarray:
+def judge_of(codes):
     """The judge's verdicts in plan codes (0/1; ``NO_FEEDBACK`` where it gave none)."""
-    codes = np.asarray(codes)
-    return np.where(codes >= JUDGED, codes - JUDGED, NO_FEEDBACK).astype(np.int8)
+    c = np.asarray(codes)
+    return np.where(c >= BOTH, (c - BOTH) % 2, np.where(c >= JUDGED, c - JUDGED, NO_FEEDBACK)).astype(np.int8)
+
+
+def judge_calls(codes) -> int:
+    """How many judge calls a trace's feedback column records."""
+    return int(np.sum(np.asarray(codes) >= JUDGED))
+
+
+def n_thumbs(codes) -> int:
+    """How many thumbs a trace's feedback column records."""
+    return int(np.sum(thumbs_of(codes) != NO_FEEDBACK))
 
 
 @dataclass(frozen=True)
@@ -232,13 +251,14 @@ def make_plan(labels: np.ndarray, gives_iid: np.ndarray, rate: float, seed: int,
 
 def fill_in(fb: np.ndarray, labels: np.ndarray, judge: JudgeModel, budget: float,
             rng: np.random.Generator) -> np.ndarray:
-    """``fb`` with the judge's verdicts (``JUDGED`` + 0/1) on a share ``budget`` of the
-    requests without thumbs; the judge reads the served answer, so its verdict is drawn
-    for every model of a judged request and the served one is what the router sees."""
-    no_thumbs = np.all(fb == NO_FEEDBACK, axis=1)
-    judged = no_thumbs & (rng.random(len(fb)) < budget)
+    """``fb`` with the judge's verdicts on a share ``budget`` of the requests without
+    thumbs (``JUDGED`` + j) and on every thumbed answer (``BOTH`` + 2 y + j); the judge
+    reads the served answer, so its verdict is drawn for every model and the served one
+    is what the router sees."""
+    judged = rng.random(fb.shape[0]) < budget
     verdict = judge.corrupt(np.asarray(labels), rng).astype(np.int8)
-    return np.where(judged[:, None], JUDGED + verdict, fb).astype(np.int8)
+    out = np.where(judged[:, None] & (fb == NO_FEEDBACK), JUDGED + verdict, fb)
+    return np.where(fb >= 0, BOTH + 2 * fb + verdict, out).astype(np.int8)
 
 
 def drift_order(order: np.ndarray, groups: np.ndarray, mix: float, seed: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .feedback import JUDGED, NO_FEEDBACK, judge_of, thumbs_of
+from .feedback import BOTH, JUDGED, NO_FEEDBACK, judge_of, thumbs_of
 from .policies.base import LATE_WINDOW, BlockTrace, StepDraws, int_state
 from .policies.contextual import ContextualConfig, ContextualPolicy
 from .policies.guarded import FIELDS as GUARDED_FIELDS
@@ -169,7 +169,10 @@ def _uniform_pairs(rng: np.random.Generator, n: int) -> np.ndarray:
 class SLARouter:
     """Stateful router. Seeded; the same seed and inputs give the same decisions."""
 
-    def __init__(self, config: RouterConfig, n_models: int, dim: int, seed: int = 0):
+    def __init__(self, config: RouterConfig, n_models: int, dim: int, seed: int = 0,
+                 stream_length: int | None = None):
+        """``stream_length``: the requests a simulation will serve; a policy whose SLA
+        window is not set takes it as its window (the stream is the SLA's window)."""
         if n_models < 2:
             raise ValueError("routing needs at least two models")
         self.config = config
@@ -185,7 +188,8 @@ class SLARouter:
         if config.mode == "contextual":
             self.policy: Any = ContextualPolicy(
                 config.contextual, config.alpha, self.n_models, self.dim,
-                seed=int(np.random.SeedSequence(self.seed, spawn_key=(4,)).generate_state(1)[0]))
+                seed=int(np.random.SeedSequence(self.seed, spawn_key=(4,)).generate_state(1)[0]),
+                stream_length=stream_length)
             return
         predictor = SatisfactionPredictor(dim, n_models, config.predictor,
                                           seed=int(predictor_ss.generate_state(1, np.uint64)[0]))
@@ -381,20 +385,31 @@ class SLARouter:
         x_shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # a lazy row view keeps its rows
         if x_shape != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
             raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
-        codes = feedback
         judged = bool(np.any(np.asarray(feedback[:n]) >= JUDGED))
-        if judged and self.judge_use != "estimate":
-            fb = np.asarray(feedback)
-            feedback = np.where(fb >= JUDGED, fb - JUDGED, fb).astype(np.int8) if self.judge_use == "label" \
-                else thumbs_of(fb)
+        if judged:  # what this policy asks of the judge (see judge_use)
+            feedback = self.judge_codes(np.asarray(feedback))
         if hasattr(self.policy, "run_block"):
-            out = self.policy.run_block(X, costs, feedback, n, self.t, self._step_draws)
+            used = feedback
+            if judged and self.judge_use == "label":  # the paper's protocol: a verdict as a label
+                used = np.where(feedback >= JUDGED, feedback - JUDGED, feedback).astype(np.int8)
+            out = self.policy.run_block(X, costs, used, n, self.t, self._step_draws)
             self.t += n
         else:
             out = self._per_request_block(X, costs, feedback, n)
-        if judged:  # the trace keeps what was given (thumbs or a judge verdict), not how it was used
-            out.feedback = np.asarray(codes[:n])[np.arange(n), out.model].astype(np.int8)
+        if judged:  # the trace records what was given (thumbs and judge calls), not how it was used
+            out.feedback = np.asarray(feedback[:n])[np.arange(n), out.model].astype(np.int8)
         return out
+
+    def judge_codes(self, codes: np.ndarray) -> np.ndarray:
+        """A plan's cells as this router would call the judge: ``"estimate"`` keeps every
+        verdict (the thumbed ones calibrate the judge), ``"label"`` calls it only where
+        the user gave no thumbs, ``"ignore"`` never."""
+        if self.judge_use == "estimate":
+            return codes
+        thumbs = thumbs_of(codes)
+        if self.judge_use == "ignore":
+            return thumbs
+        return np.where((codes >= JUDGED) & (codes < BOTH), codes, thumbs).astype(np.int8)
 
     def _per_request_block(self, X, costs, feedback, n: int) -> BlockTrace:
         """A policy without a batched path: the per-request rule itself, so whole, chunked

@@ -18,7 +18,8 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
-from .feedback import (JUDGED, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, make_plan)
+from .feedback import (FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, judge_of, make_plan,
+                       thumbs_of)
 from .metrics import Summary, summarize
 from .router import NO_FEEDBACK, RouterConfig, SLARouter
 from .validation import check_bool, check_int, check_number
@@ -155,7 +156,8 @@ class Simulation:
         self.feedback_plan = plan.feedback
         self.delay = plan.delay
         self._in_flight = VerdictsInFlight()
-        self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed)
+        self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed,
+                                stream_length=data.n_requests)
         # the stream in serving order, as a view (no copy); each step passes the rest as lookahead
         self._stream_x = StreamRows(emb, self.order)
         self._stream_costs = np.ascontiguousarray(data.costs[self.order])
@@ -212,11 +214,12 @@ class Simulation:
             x = self._stream_x[i]
             d = r.decide(x, self._stream_costs[i])
             m = d.model
-            f = int(self.feedback_plan[i, m])
+            f = int(r.judge_codes(np.asarray(self.feedback_plan[i, m])))
+            thumb, judge = int(thumbs_of(f)), int(judge_of(f))
             # the judge reads the answer at once; the user's thumbs come with their delay
-            r.observe(d, None, judge=f - JUDGED if f >= JUDGED else None)
-            if NO_FEEDBACK < f < JUDGED and self._in_flight.send(i, int(self.delay[i]), d.t, f):
-                r.late_feedback(d.t, f)
+            r.observe(d, None, judge=None if judge == NO_FEEDBACK else judge)
+            if thumb != NO_FEEDBACK and self._in_flight.send(i, int(self.delay[i]), d.t, thumb):
+                r.late_feedback(d.t, thumb)
             self._model[i] = m
             self._explored[i] = d.explored
             self._feedback[i] = f

@@ -59,6 +59,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .base import LATE_WINDOW, PolicyStep
+from .certificate import Certificate
 from .schedule import exploration_probability
 
 #: price used when the target cannot be reached: argmin(c - lam * p) then serves the
@@ -67,6 +68,11 @@ _PRICE_CAP = 1e9
 #: posterior draws per fallback step to estimate each model's probability of being best
 _BEST_DRAWS = 64
 FALLBACKS = ("thompson", "level", "request")
+GUARANTEES = ("window", "anytime")
+#: the SLA window when neither the settings nor a simulator give one (a service's default)
+DEFAULT_WINDOW = 10_000
+#: one-sided 95% normal quantile: a model is dominated when a cheaper one is better by this
+_PRUNE_Z = 1.6449
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,9 @@ class ContextualConfig:
       ablation of part 3's robustness).
     """
 
-    z: float = 2.0
+    delta: float = 0.05
+    guarantee: str = "window"
+    sla_window: int = 0
     h: float = 0.05
     h_min: float = 50.0
     explore_c: float = 2.0
@@ -130,11 +138,15 @@ class ContextualConfig:
     fallback: str = "thompson"
     clusters: int = 0
     prior_labels: float = 2.0
+    prune: bool = True
 
     def __post_init__(self) -> None:
         from ..validation import check_bool, check_int, check_number
 
-        check_number("z", self.z, low=0.0)
+        check_number("delta", self.delta, low=0.0, high=0.5, low_open=True, high_open=True)
+        if self.guarantee not in GUARANTEES:
+            raise ValueError(f"guarantee must be one of {', '.join(GUARANTEES)}, got {self.guarantee!r}")
+        check_int("sla_window", self.sla_window, low=0)
         check_number("h", self.h, low=0.0, low_open=True)
         check_number("h_min", self.h_min, low=1.0)
         check_number("explore_c", self.explore_c, low=0.0)
@@ -153,19 +165,28 @@ class ContextualConfig:
             raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
         check_bool("text", self.text)
         check_bool("dr", self.dr)
+        check_bool("prune", self.prune)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "ContextualConfig":
-        return cls(**(d or {}))
+        d = dict(d or {})
+        if "z" in d:  # checkpoints before the window bound stored a normal quantile
+            from statistics import NormalDist
+
+            d["delta"] = 1.0 - NormalDist().cdf(float(d.pop("z")))
+            d.setdefault("guarantee", "anytime")
+        return cls(**d)
 
 
 #: each part's ablation (docs/IMPROVED.md lists them; the ``--ablate`` option of the contextual script)
 CONTEXTUAL_SWITCHES: dict[str, dict] = {
     "text": {"text": False},
-    "margin": {"z": 0.0},
+    "margin": {"delta": 0.4999},
+    "window": {"guarantee": "anytime"},
+    "prune": {"prune": False},
     "dr": {"dr": False},
     "explore": {"explore_c": 0.0},
     "offsets": {"c_model": 0.0},
@@ -268,7 +289,10 @@ def price_for_target(P: np.ndarray, C: np.ndarray, tau: float, iters: int = 50) 
 class ContextualPolicy:
     """State and rule of the ``contextual`` mode (see the module docstring)."""
 
-    def __init__(self, config: ContextualConfig, alpha: float, n_models: int, dim: int, seed: int = 0):
+    JUDGE_USE = "estimate"
+
+    def __init__(self, config: ContextualConfig, alpha: float, n_models: int, dim: int, seed: int = 0,
+                 stream_length: int | None = None):
         self.config = config
         self.seed = int(seed)
         self.alpha = float(alpha)
@@ -276,10 +300,10 @@ class ContextualPolicy:
         self.D = int(dim)
         cfg = config
         self.n_feedback = 0
-        self.dr_sum = 0.0  # doubly-robust estimate of the satisfied count so far
-        self.var_sum = 0.0  # its variance
-        self.r2_sum = 0.0  # squared residuals of the labelled steps
-        self.r2_n = 0
+        window = cfg.sla_window or (int(stream_length) if stream_length else DEFAULT_WINDOW)
+        self.cert = Certificate(self.alpha, cfg.delta, cfg.guarantee, window, rectify=cfg.dr)
+        self.cost_sum = np.zeros(self.M)  # running cost sums: which model is dearer
+        self.served_cost = 0.0  # cost of the steps served so far
         self.pos = np.zeros(self.M)  # per-model label counts (levels before the first fit)
         self.cnt = np.zeros(self.M)
         self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
@@ -382,32 +406,72 @@ class ContextualPolicy:
         return (self.cell_pos[k] + s0 * level) / (cnt + s0), cnt + s0
 
     # -- the certificate ----------------------------------------------------------
-    def _bound_count(self) -> float:
-        """Lower confidence bound on the number of satisfied steps so far."""
-        return self.dr_sum - self.config.z * math.sqrt(self.var_sum)
-
     def lower_bound(self, t: int | None = None, z: float | None = None) -> float:
-        """Lower confidence bound on the satisfied share of the steps served so far, at
-        the policy's own ``z`` (the one it certifies with; the arguments of the protocol
-        are not used: the policy counts its own steps)."""
-        return self._bound_count() / self.t if self.t else 0.0
+        """The certificate's lower bound on the satisfied share of the current SLA window
+        so far, at the policy's own confidence (the protocol's arguments are not used)."""
+        return self.cert.lower_bound()
 
     def estimate(self, t: int | None = None) -> float:
-        """Point estimate of the satisfied share so far (doubly robust)."""
-        return self.dr_sum / self.t if self.t else 0.0
+        """Point estimate of the satisfied share of the window so far (prediction-powered)."""
+        return self.cert.estimate()
 
     def decision_queue(self) -> float:
-        """The certified shortfall ``max(0, alpha * t - LCB_t)`` in requests (the
-        quantity the target repays; 0 when the bound clears alpha)."""
-        return max(0.0, self.alpha * self.t - self._bound_count())
+        """How far (in requests) the estimate is behind the path whose end clears the
+        bound: the quantity the target repays (0 when ahead)."""
+        return max(0.0, self.cert.shortfall())
+
+    def sla_status(self) -> dict:
+        cert = self.cert
+        return {"at_risk": cert.at_risk, "first_at_risk": cert.first_at_risk, "guarantee": cert.describe(),
+                "lower_bound": cert.lower_bound(), "estimate": cert.estimate(), "window": cert.window,
+                "window_served": cert.t}
+
+    def candidates(self) -> np.ndarray:
+        """Models still worth a label: not shown, with 95% confidence, to be dearer and not
+        better than another (overall levels from request-blind labels; pruned models are
+        never explored again)."""
+        if not self.config.prune:
+            return np.arange(self.M)
+        mean, size = self.blind_posterior()
+        var = mean * (1.0 - mean) / (size + 1.0)
+        cost = self.cost_sum
+        dearer = cost[None, :] > cost[:, None]  # [k, m]: m dearer than k
+        better = (mean[:, None] - mean[None, :]) > _PRUNE_Z * np.sqrt(var[:, None] + var[None, :])
+        dominated = np.any(dearer & better, axis=0)
+        return np.flatnonzero(~dominated)
+
+    def explore_choice(self, u: float) -> int:
+        """The model an exploration step labels: the candidate with the fewest request-blind
+        labels (ties: by the step's uniform), so that exploration fills in what the fallback
+        leaves unlabelled, and a model unlucky on its first labels is not starved by a
+        fallback that stopped choosing it (still blind to the request: unbiased levels).
+        Without pruning (the ablation), uniform over all models."""
+        if not self.config.prune:
+            return min(int(u * self.M), self.M - 1)
+        cand = self.candidates()
+        cnt = self.blind_cnt[cand]
+        low = cand[cnt == cnt.min()]
+        return int(low[min(int(u * len(low)), len(low) - 1)])
+
+    def explore_weight(self, m: int) -> float:
+        """Share of model ``m``'s exploration draws that are kept: 1 for a model no dearer
+        than the mean cost per request of the steps served so far, the cost ratio above."""
+        if self.t == 0 or self.served_cost <= 0:
+            return 1.0
+        mean_m = self.cost_sum[m] / max(self.ref_n, 1)
+        ref = self.served_cost / self.t
+        return 1.0 if mean_m <= ref else float(ref / mean_m)
 
     # -- the rule -----------------------------------------------------------------
     def _replan(self, t: int) -> None:
         cfg = self.config
-        shortfall = self.alpha * (t - 1) - self._bound_count()
-        self.tau = self.alpha + shortfall / max(cfg.h_min, cfg.h * t)
+        self.tau = self.cert.target_rate(cfg.h, cfg.h_min)
         n = min(self.ref_n, cfg.window)
-        self.lam = price_for_target(self.predict(self.ref_x[:n]), self.ref_c[:n], self.tau)
+        P = self.predict(self.ref_x[:n])
+        self.lam = price_for_target(P, self.ref_c[:n], self.tau)
+        if t > cfg.min_labels:  # the best rate it may still buy: a 95% upper bound on the best level
+            mean, size = self.blind_posterior()
+            self.cert.check_risk(float(np.max(mean + _PRUNE_Z * np.sqrt(mean * (1 - mean) / (size + 1.0)))), t)
 
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float,
                u_choice: float) -> PolicyStep:
@@ -416,6 +480,7 @@ class ContextualPolicy:
         self.ref_x[i] = x
         self.ref_c[i] = costs
         self.ref_n += 1
+        self.cost_sum += costs
         if t == 1 or t % cfg.replan == 0:
             self._replan(t)
         p = self.predict(x)[0]
@@ -446,32 +511,30 @@ class ContextualPolicy:
                 n, base = self.cnt, p
             used = np.minimum(1.0, base + cfg.optimism * np.sqrt(base * (1.0 - base) / (n + 1.0)))
         if explore:
-            m = min(int(u_choice * self.M), self.M - 1)
+            m = self.explore_choice(u_choice)
+            # a model dearer than what the plan pays per request is explored at the ratio
+            # (the step's uniform decides): its labels cost more than they can save
+            if cfg.prune and u_choice >= self.explore_weight(m):
+                explore = False
+                m = int(np.argmin(costs - self.lam * used))
         else:
             m = int(np.argmin(costs - self.lam * used))
         self.t = t
+        self.served_cost += float(costs[m])
         blind = bool(explore) or (capped and cfg.fallback in ("level", "thompson") and not by_cluster)
         return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p_exp, shat=used,
                           q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind,
                           by_cluster=by_cluster and not explore)
 
-    JUDGE_USE = "estimate"
-
     def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None,
                judge: float | None = None) -> float:
-        """Account step ``step.t``; returns the doubly-robust value it adds to the estimate."""
+        """Account step ``step.t`` (thumbs and the judge's verdict, either may be None);
+        returns the value it adds to the estimate."""
         p = step.shat_served
-        phi = (self.n_feedback + 1.0) / (step.t + 1.0)
-        r2 = (self.r2_sum + 0.25) / (self.r2_n + 1.0)
-        if self.config.dr:
-            self.var_sum += r2 * (1.0 - phi) / phi
-            s = p if feedback is None else p + (float(feedback) - p) / phi
-        else:
-            s = p if feedback is None else float(feedback)
-        self.dr_sum += s
+        s, g = self.cert.account(p, judge, feedback)
         code = 2 if step.blind else 1 if step.by_cluster else 0  # see lab_blind
         if feedback is None:
-            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code)
+            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code, g, judge)
             self.trim_pending(LATE_WINDOW)
         else:
             self._learn(step.model, p, x, float(feedback), code)
@@ -481,18 +544,19 @@ class ContextualPolicy:
         rec = self.pending.pop(int(t), None)
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
-        m, p, x, code = rec
-        if self.config.dr:
-            phi = (self.n_feedback + 1.0) / (self.t + 1.0)
-            self.dr_sum += (float(feedback) - p) / phi
-        else:
-            self.dr_sum += float(feedback) - p
+        m, p, x, code, g, judge = rec
+        self.cert.late_thumbs(p, g, judge, float(feedback))
         self._learn(m, p, x, float(feedback), code)
 
     def late_judge(self, t: int, verdict: float) -> None:
-        """A judge verdict on step ``t`` after it was accounted (not used yet)."""
-        if int(t) not in self.pending:
-            raise KeyError(t)
+        """The judge's verdict on step ``t``'s answer, after the step was accounted without
+        one (a service judges after replying); the step stays open for its thumbs."""
+        rec = self.pending.get(int(t))
+        if rec is None:
+            raise KeyError(f"no step {t} awaiting feedback")
+        m, p, x, code, g, judge = rec
+        if judge is None:
+            self.pending[int(t)] = (m, p, x, code, self.cert.late_judge(p, g, float(verdict)), float(verdict))
 
     def trim_pending(self, keep: int) -> None:
         """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""
@@ -509,8 +573,6 @@ class ContextualPolicy:
             k = int(self.cluster_of(x)[0])
             self.cell_pos[k, m] += y
             self.cell_cnt[k, m] += 1
-        self.r2_sum += (y - p) ** 2
-        self.r2_n += 1
         self.pos[m] += y
         self.cnt[m] += 1
         i = self.lab_n % cfg.max_labels
@@ -523,24 +585,26 @@ class ContextualPolicy:
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
 
     # -- checkpoints ----------------------------------------------------------------
-    _SCALARS = ("n_feedback", "dr_sum", "var_sum", "r2_sum", "r2_n", "version", "next_fit",
-                "ref_n", "lam", "tau", "t")
-    _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c")
+    _SCALARS = ("n_feedback", "version", "next_fit", "ref_n", "lam", "tau", "t", "served_cost")
+    _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c", "cost_sum")
     _LABELS = ("lab_x", "lab_m", "lab_y", "lab_blind")
     _CELLS = ("cell_pos", "cell_cnt")
 
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
         meta["fitted"] = self.theta is not None
-        meta["pending"] = [[t, m, repr(p), b] for t, (m, p, _, b) in self.pending.items()]
+        meta["pending"] = [[t, m, repr(p), b, repr(g), j] for t, (m, p, _, b, g, j) in self.pending.items()]
+        cert_meta, cert_arrays = self.cert.state_dict()
+        meta["certificate"] = cert_meta
         arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS}
+        arrays.update(cert_arrays)
         arrays.update({f"contextual.{k}": np.ascontiguousarray(a) for k, a in zip(self._LABELS, self.labels())})
         if self.theta is not None:
             arrays["contextual.theta"] = np.ascontiguousarray(self.theta)
         arrays.update({f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._CELLS})
         if self.centers is not None:
             arrays["contextual.centers"] = np.ascontiguousarray(self.centers)
-        arrays["contextual.pending_x"] = (np.stack([x for (_, _, x, _) in self.pending.values()])
+        arrays["contextual.pending_x"] = (np.stack([r[2] for r in self.pending.values()])
                                           if self.pending else np.zeros((0, self.D), np.float32))
         return meta, arrays
 
@@ -549,7 +613,7 @@ class ContextualPolicy:
             v = float(meta[k])
             if not math.isfinite(v):
                 raise ValueError(f"contextual state {k} is not finite")
-            setattr(self, k, int(v) if k in ("n_feedback", "r2_n", "version", "next_fit", "ref_n", "t") else v)
+            setattr(self, k, int(v) if k in ("n_feedback", "version", "next_fit", "ref_n", "t") else v)
         for k in self._ARRAYS:
             a = np.array(arrays[f"contextual.{k}"])
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
@@ -577,8 +641,11 @@ class ContextualPolicy:
                                          or not np.all(np.isfinite(self.centers))):
             raise ValueError("contextual state centers are malformed")
         px = np.array(arrays["contextual.pending_x"], np.float32)
-        self.pending = OrderedDict((int(t), (int(m), float(p), px[i], _blindness(b)))
-                                   for i, (t, m, p, b) in enumerate(meta["pending"]))
+        self.pending = OrderedDict(
+            (int(r[0]), (int(r[1]), float(r[2]), px[i], _blindness(r[3]), float(r[4]),
+                         None if r[5] is None else float(r[5])))
+            for i, r in enumerate(meta["pending"]))
+        self.cert.load_state(meta["certificate"], arrays)
 
 
 def _blindness(b: Any) -> int:

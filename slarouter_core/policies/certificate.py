@@ -1,0 +1,280 @@
+"""What the contextual policy claims about its SLA, and the estimate behind the claim.
+
+**Estimate (prediction-powered, doubly robust).** Step t served a model whose text model
+predicts satisfaction ``p_t``. Where an LLM judge read the served answer, its verdict
+``j_t`` refines that prediction through a calibration fitted on *earlier* steps that have
+both a verdict and the user's thumbs: ``g_t = P(y = 1 | j_t, p_t)`` (a three-parameter
+logistic regression on ``[1, logit p, j]``; the judge's error rates are never assumed).
+The user's thumbs, given with probability ``phi`` independently of the verdict, rectify it::
+
+    s_t = g_t + L_t (y_t - g_t) / phi
+
+``g_t`` depends only on the past, so ``sum_t (s_t - y_t)`` is a martingale: the estimate is
+unbiased however wrong the text model or the judge is (a judge 7 points too harsh makes
+``g`` worse, never the estimate biased; Angelopoulos et al., Science 2023). Each step adds
+``(1 - phi) / phi * E[(y - g)^2]`` to its variance, estimated from the labelled steps'
+residuals, separately for judged and unjudged steps (a good judge shrinks the first).
+
+**Bound.** ``guarantee="window"`` (default): for each window of ``N`` requests (the stream
+in simulation; a setting in a service, windows then follow each other),
+``P(satisfied share of the window < (sum s - z sqrt(V)) / N) <= delta`` with ``z`` the
+normal quantile of ``1 - delta``: a fixed-horizon bound from the martingale central limit
+theorem, a normal approximation whose coverage the tests check on streams where the truth
+is known. ``guarantee="anytime"``: a confidence sequence, valid at every step at once, the
+one-sided normal-mixture boundary ``sqrt((V + rho) (log((V + rho) / rho) + 2 log(1 / delta)))``
+(Howard et al. 2021; asymptotic, as the increments are bounded but not Gaussian), about
+twice as wide at the end of a window.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+#: calibration pairs kept (the newest); a refit when their count grew by a quarter
+MAX_PAIRS = 20_000
+#: anytime mode's mixture scale, in variance units of the satisfied count (the boundary is
+#: tightest near V = rho; fixed in advance, as its validity requires)
+RHO = 250.0
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+def fit_calibration(F: np.ndarray, y: np.ndarray, ridge: float = 1e-2, iters: int = 25) -> np.ndarray:
+    """Logistic regression of ``y`` on features ``F`` by Newton's method (a tiny ridge keeps it
+    finite when the classes separate); deterministic, float64."""
+    w = np.zeros(F.shape[1])
+    for _ in range(iters):
+        z = F @ w
+        q = 1.0 / (1.0 + np.exp(-z))
+        g = F.T @ (q - y) + ridge * w
+        H = (F * (q * (1 - q))[:, None]).T @ F + ridge * np.eye(F.shape[1])
+        step = np.linalg.solve(H, g)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return w
+
+
+class Certificate:
+    """The running estimate, its variance and the bound (see the module docstring)."""
+
+    def __init__(self, alpha: float, delta: float, guarantee: str, window: int, rectify: bool = True):
+        self.rectify = bool(rectify)  # False: trust the predictions (the ablation of the thumbs' correction)
+        self.alpha = float(alpha)
+        self.delta = float(delta)
+        self.guarantee = guarantee
+        self.window = int(window)
+        self.z = NormalDist().inv_cdf(1.0 - self.delta)
+        # the current window: steps, estimated satisfied count, its variance
+        self.t = 0
+        self.dr = 0.0
+        self.var = 0.0
+        self.n_windows = 0
+        # over all steps: the thumbs rate, residuals (unjudged, judged), judge calibration
+        self.steps = 0
+        self.thumbs = 0
+        self.judged = 0
+        self.r2 = np.zeros(2)
+        self.r2_n = np.zeros(2)
+        self.pairs_buf = np.zeros((MAX_PAIRS, 3))  # (logit p, verdict, thumbs), a ring
+        self.pairs_n = 0
+        self.calib: np.ndarray | None = None
+        self.next_calib = 16
+        self.first_at_risk: int | None = None
+        self.at_risk = False
+
+    # -- the estimate -------------------------------------------------------------------
+    @property
+    def phi(self) -> float:
+        """Running share of steps with thumbs (a Laplace-smoothed, predictable estimate)."""
+        return (self.thumbs + 1.0) / (self.steps + 1.0)
+
+    def value(self, p: float, judge: float | None) -> float:
+        """The prediction ``g`` for a step: the text model's, or the calibrated judge's."""
+        if judge is None or self.calib is None:
+            return float(p)
+        z = float(self.calib @ np.array([1.0, _logit(p), judge]))
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def residual_var(self, judged: bool) -> float:
+        k = int(judged)
+        if judged and self.r2_n[1] < 8:  # too few judged residuals: the unjudged ones
+            k = 0
+        return float((self.r2[k] + 0.25) / (self.r2_n[k] + 1.0))
+
+    def step_var(self, judged_share: float | None = None) -> float:
+        """Variance one upcoming step adds (at the running judged share by default)."""
+        phi = self.phi
+        share = self.judged / self.steps if judged_share is None and self.steps else (judged_share or 0.0)
+        r2 = share * self.residual_var(True) + (1 - share) * self.residual_var(False)
+        return (1.0 - phi) / phi * r2
+
+    def account(self, p: float, judge: float | None, feedback: float | None) -> tuple[float, float]:
+        """Step accounted; returns ``(s, g)``: its share of the estimate and its prediction."""
+        if self.window and self.t >= self.window:
+            self.new_window()
+        g = self.value(p, judge)
+        phi = self.phi
+        self.var += (1.0 - phi) / phi * self.residual_var(judge is not None)
+        s = g
+        if feedback is not None:
+            s = g + (feedback - g) / phi if self.rectify else feedback
+            self._learn(p, g, judge, feedback)
+        self.dr += s
+        self.t += 1
+        self.steps += 1
+        self.thumbs += feedback is not None
+        self.judged += judge is not None
+        return s, g
+
+    def late_thumbs(self, p: float, g: float, judge: float | None, feedback: float) -> None:
+        """Thumbs for a step already accounted without them."""
+        self.dr += (feedback - g) / self.phi if self.rectify else feedback - g
+        self.thumbs += 1
+        self._learn(p, g, judge, feedback)
+
+    def late_judge(self, p: float, g: float, judge: float) -> float:
+        """A judge verdict for a step accounted without one and without thumbs: its
+        prediction becomes the calibrated judge's; returns the new prediction."""
+        g_new = self.value(p, judge)
+        phi = self.phi
+        self.dr += g_new - g
+        self.var += (1.0 - phi) / phi * (self.residual_var(True) - self.residual_var(False))
+        self.judged += 1
+        return g_new
+
+    def _learn(self, p: float, g: float, judge: float | None, y: float) -> None:
+        k = int(judge is not None)
+        self.r2[k] += (y - g) ** 2
+        self.r2_n[k] += 1
+        if judge is None:
+            return
+        self.pairs_buf[self.pairs_n % MAX_PAIRS] = (_logit(p), judge, y)
+        self.pairs_n += 1
+        n = self.pairs_n
+        if n >= self.next_calib:
+            pairs = self.pairs
+            if 0 < pairs[:, 2].sum() < len(pairs):
+                F = np.column_stack([np.ones(len(pairs)), pairs[:, 0], pairs[:, 1]])
+                self.calib = fit_calibration(F, pairs[:, 2])
+            self.next_calib = max(n + 1, int(math.ceil(n * 1.25)))
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """The kept calibration pairs (order does not matter to the fit)."""
+        return self.pairs_buf[:min(self.pairs_n, MAX_PAIRS)]
+
+    def new_window(self) -> None:
+        self.t, self.dr, self.var = 0, 0.0, 0.0
+        self.n_windows += 1
+
+    # -- the bound ----------------------------------------------------------------------
+    def width(self, var: float) -> float:
+        """Half-width of the one-sided bound on the satisfied count at variance ``var``."""
+        if self.guarantee == "anytime":
+            v = var + RHO
+            return math.sqrt(v * (math.log(v / RHO) + 2.0 * math.log(1.0 / self.delta)))
+        return self.z * math.sqrt(max(var, 0.0))
+
+    def lower_count(self) -> float:
+        return self.dr - self.width(self.var)
+
+    def lower_bound(self) -> float:
+        """The claimed lower bound on the satisfied share of the window so far."""
+        return self.lower_count() / self.t if self.t else 0.0
+
+    def estimate(self) -> float:
+        return self.dr / self.t if self.t else 0.0
+
+    def remaining(self) -> int:
+        return max(self.window - self.t, 0) if self.window else 0
+
+    def final_margin(self) -> float:
+        """Window mode: the bound's width expected at the window's end, in requests."""
+        return self.width(self.var + self.remaining() * self.step_var())
+
+    def shortfall(self) -> float:
+        """How far the estimate is behind the path that ends the window with the bound at
+        alpha (window mode: alpha plus the final margin's pro-rata share so far; anytime:
+        the bound itself behind alpha), in requests."""
+        if self.guarantee == "anytime" or not self.window:
+            return self.alpha * self.t - self.lower_count()
+        share = self.t / self.window
+        return self.alpha * self.t + share * self.final_margin() - self.dr
+
+    def target_rate(self, h: float, h_min: float) -> float:
+        """Satisfaction rate the next requests must reach: the path's rate plus the
+        shortfall repaid over ``max(h_min, h t)`` requests (never beyond the window)."""
+        horizon = max(h_min, h * self.t)
+        if self.guarantee == "window" and self.window:
+            horizon = min(horizon, max(self.remaining(), 1))
+            base = self.alpha + self.final_margin() / self.window
+        else:
+            base = self.alpha
+        return base + self.shortfall() / horizon
+
+    def check_risk(self, best_rate: float, step: int) -> bool:
+        """SLA at risk: even serving the rest of the window at ``best_rate`` (an upper bound
+        on the best satisfaction the policy can buy) leaves the window likely below alpha."""
+        if self.guarantee == "window" and self.window:
+            # at risk: even at its best the window ends below alpha with probability above
+            # 2 delta (a run that lands on its bound, as the controller aims to, is not)
+            R = self.remaining()
+            z_risk = NormalDist().inv_cdf(1.0 - min(2.0 * self.delta, 0.5))
+            end = self.dr + R * best_rate - z_risk * math.sqrt(self.var + R * self.step_var())
+            risk = end < self.alpha * self.window
+        else:  # anytime: the bound is behind and the best rate cannot catch up in h steps
+            risk = self.lower_bound() < self.alpha and best_rate < self.alpha
+        self.at_risk = bool(risk)
+        if risk and self.first_at_risk is None:
+            self.first_at_risk = int(step)
+        return self.at_risk
+
+    def describe(self) -> str:
+        conf = f"{100 * (1 - self.delta):g}%"
+        if self.guarantee == "anytime":
+            return (f"satisfaction of all requests so far >= alpha {100 * self.alpha:g}% at every step at once, "
+                    f"with probability >= {conf} (asymptotic confidence sequence)")
+        return (f"satisfaction over each window of {self.window} requests >= alpha {100 * self.alpha:g}% "
+                f"with probability >= {conf} (fixed-horizon normal bound)")
+
+    # -- checkpoints --------------------------------------------------------------------
+    _SCALARS = ("t", "dr", "var", "n_windows", "steps", "thumbs", "judged", "next_calib", "pairs_n", "window")
+
+    def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
+        meta["first_at_risk"] = self.first_at_risk
+        meta["at_risk"] = self.at_risk
+        arrays = {"certificate.r2": self.r2.copy(), "certificate.r2_n": self.r2_n.copy(),
+                  "certificate.pairs": np.ascontiguousarray(self.pairs)}
+        if self.calib is not None:
+            arrays["certificate.calib"] = self.calib.copy()
+        return meta, arrays
+
+    def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        for k in self._SCALARS:
+            v = float(meta[k])
+            if not math.isfinite(v):
+                raise ValueError(f"certificate state {k} is not finite")
+            setattr(self, k, v if k in ("dr", "var") else int(v))
+        fa = meta.get("first_at_risk")
+        self.first_at_risk = None if fa is None else int(fa)
+        self.at_risk = bool(meta.get("at_risk", False))
+        for k in ("r2", "r2_n"):
+            a = np.array(arrays[f"certificate.{k}"], np.float64).reshape(2)
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"certificate state {k} is not finite")
+            setattr(self, k, a)
+        pairs = np.array(arrays["certificate.pairs"], np.float64).reshape(-1, 3)
+        if not np.all(np.isfinite(pairs)) or len(pairs) > MAX_PAIRS:
+            raise ValueError("certificate calibration pairs are malformed")
+        self.pairs_buf[:len(pairs)] = pairs
+        c = arrays.get("certificate.calib")
+        self.calib = None if c is None else np.array(c, np.float64)
