@@ -87,7 +87,7 @@ def test_clustered_fallback_serves_each_clusters_specialist():
     acc = {True: (0.95, 0.2, 0.8), False: (0.2, 0.95, 0.8)}  # by the sign of coordinate 0
     picks = {}
     for clusters in (16, 0):
-        pol = ContextualPolicy(ContextualConfig(clusters=clusters, explore_c=0.0, z=3.0), alpha=0.9,
+        pol = ContextualPolicy(ContextualConfig(clusters=clusters, explore_c=0.0, delta=0.0013), alpha=0.9,
                                n_models=3, dim=8, seed=0)
         t = 0
         for _ in range(600):  # every model served alike, as exploration would
@@ -146,7 +146,7 @@ def test_whole_chunked_and_per_request_runs_are_identical():
     chunked = sim.arrays()
     # per request through the online API, same stream and router seed
     ref = Simulation(data, X, cfg)
-    r = SLARouter(cfg.router, data.n_models, X.shape[1], seed=ref.router.seed)
+    r = SLARouter(cfg.router, data.n_models, X.shape[1], seed=ref.router.seed, stream_length=data.n_requests)
     models = []
     for i in range(data.n_requests):
         d = r.decide(ref._stream_x[i], ref._stream_costs[i])
@@ -205,7 +205,7 @@ def test_checkpoint_with_non_finite_state_does_not_load(tmp_path):
     p = r.save(tmp_path / "c.safetensors")
     with safe_open(str(p), framework="numpy") as fh:
         meta = json.loads(fh.metadata()["slarouter"])
-    meta["contextual"]["dr_sum"] = "nan"
+    meta["contextual"]["certificate"]["dr"] = "nan"
     save_file(load_file(str(p)), str(p), metadata={"slarouter": json.dumps(meta)})
     with pytest.raises(ValueError, match="not finite"):
         SLARouter.load(p)
@@ -224,7 +224,8 @@ def test_delayed_feedback_reaches_the_policy():
 
 
 # -- configuration ---------------------------------------------------------------------------
-@pytest.mark.parametrize("kw, match", [({"z": -1.0}, "z must be"), ({"h": 0.0}, "h must be"),
+@pytest.mark.parametrize("kw, match", [({"delta": -1.0}, "delta must be"), ({"delta": 0.5}, "delta must be"),
+                                       ({"guarantee": "always"}, "guarantee must be"), ({"sla_window": -5}, "sla_window must be"), ({"h": 0.0}, "h must be"),
                                        ({"replan": 0}, "replan must be"), ({"text": 1}, "text must be"),
                                        ({"c_shared": math.nan}, "c_shared must be"),
                                        ({"clusters": -1}, "clusters must be"), ({"clusters": 2.5}, "clusters must be"),
@@ -236,15 +237,16 @@ def test_bad_settings_are_refused(kw, match):
 
 def test_contextual_settings_only_with_contextual_mode():
     with pytest.raises(ValueError, match="only to mode='contextual'"):
-        RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(z=3.0))
-    cfg = RouterConfig.from_dict(contextual(0.7, z=3.0).to_dict())
-    assert cfg.contextual.z == 3.0 and cfg.mode == "contextual"
+        RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(delta=0.01))
+    cfg = RouterConfig.from_dict(contextual(0.7, delta=0.01).to_dict())
+    assert cfg.contextual.delta == 0.01 and cfg.mode == "contextual"
 
 
 def test_contextual_settings_may_be_given_flat_as_a_method_spec_gives_them():
-    cfg = RouterConfig.from_dict({"alpha": 0.7, "mode": "contextual", "clusters": 0, "z": 1.5})
-    assert cfg.contextual == ContextualConfig(clusters=0, z=1.5)
-    assert cfg.with_settings(clusters=4).contextual == ContextualConfig(clusters=4, z=1.5)
+    cfg = RouterConfig.from_dict({"alpha": 0.7, "mode": "contextual", "clusters": 0, "delta": 0.1,
+                                  "guarantee": "anytime"})
+    assert cfg.contextual == ContextualConfig(clusters=0, delta=0.1, guarantee="anytime")
+    assert cfg.with_settings(clusters=4).contextual == ContextualConfig(clusters=4, delta=0.1, guarantee="anytime")
     with pytest.raises(ValueError, match="only to mode='contextual'"):
         RouterConfig.from_dict({"alpha": 0.7, "mode": "paper", "clusters": 5})
 

@@ -1,0 +1,217 @@
+"""The contextual policy's certificate (slarouter_core/policies/certificate.py) and the
+judge fill-in it reads: unbiased under a biased judge, a bound that covers, a warning that
+comes early where alpha cannot be reached."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slarouter_core.feedback import (BOTH, JUDGED, NO_FEEDBACK, FeedbackConfig, judge_calls, judge_of, n_thumbs,
+                                     thumbs_of)
+from slarouter_core.judge import JudgeModel
+from slarouter_core.policies.certificate import Certificate
+from slarouter_core.policies.contextual import ContextualConfig, ContextualPolicy
+from slarouter_core.router import RouterConfig, SLARouter
+from slarouter_core.simulator import SimulationConfig, simulate
+
+from .test_contextual import contextual, zoo
+
+#: a judge 15 points too harsh on good answers: its raw verdicts are biased low
+HARSH = JudgeModel(fpr=0.05, fnr=0.25, name="harsh")
+
+
+def synthetic_run(cert: Certificate, seed: int, n: int, phi: float = 0.2, judge: JudgeModel | None = HARSH):
+    """One stream whose truth is known: request i is satisfied with probability ``p_i``,
+    the text model predicts a constant 0.6 (badly wrong), thumbs come with probability
+    ``phi``, the judge reads every answer. Returns (truth, estimate, bound, judge-as-label)."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.3, 0.95, n)
+    y = (rng.random(n) < p).astype(float)
+    thumbs = rng.random(n) < phi
+    verdict = judge.corrupt(y.astype(int), rng).astype(float) if judge is not None else None
+    for i in range(n):
+        j = None if verdict is None else float(verdict[i])
+        cert.account(0.6, j, float(y[i]) if thumbs[i] else None)
+    naive = np.where(thumbs, y, verdict if verdict is not None else 0.6).mean()
+    return y.mean(), cert.estimate(), cert.lower_bound(), naive
+
+
+def test_estimate_is_unbiased_under_a_biased_judge_and_the_window_bound_covers():
+    n, reps, delta = 1500, 120, 0.05
+    out = np.array([synthetic_run(Certificate(0.7, delta, "window", n), s, n) for s in range(reps)])
+    truth, est, lcb, naive = out.T
+    err = est - truth
+    assert abs(err.mean()) < 3 * err.std() / np.sqrt(reps) + 1e-3, err.mean()
+    # the judge's raw verdicts taken as labels (the paper's fill-in) are biased: the test can fail
+    assert (naive - truth).mean() < -0.05
+    # coverage: the window's satisfaction falls below the claimed bound in about delta of runs
+    assert np.mean(truth < lcb) <= delta + 0.06
+    assert np.mean(est - lcb) < 0.06  # and the bound says something
+
+
+def test_the_judge_narrows_the_bound_and_anytime_is_wider():
+    n = 1500
+    widths = {}
+    for name, judge, guarantee in (("thumbs", None, "window"), ("judge", HARSH, "window"),
+                                   ("anytime", HARSH, "anytime")):
+        w = []
+        for s in range(8):
+            c = Certificate(0.7, 0.05, guarantee, n)
+            synthetic_run(c, s, n, judge=judge)
+            w.append(c.estimate() - c.lower_bound())
+        widths[name] = np.mean(w)
+    assert widths["judge"] < 0.85 * widths["thumbs"], widths
+    assert widths["anytime"] > 1.5 * widths["judge"], widths
+
+
+def test_anytime_sequence_covers_at_every_step():
+    """A confidence sequence holds at every step at once: the running truth stays above the
+    running bound all along in (nearly) every run."""
+    n, reps, fails = 1200, 60, 0
+    for s in range(reps):
+        rng = np.random.default_rng(100 + s)
+        c = Certificate(0.7, 0.05, "anytime", n)
+        p = rng.uniform(0.3, 0.95, n)
+        y = (rng.random(n) < p).astype(float)
+        thumbs = rng.random(n) < 0.2
+        ok = True
+        for i in range(n):
+            c.account(0.6, None, float(y[i]) if thumbs[i] else None)
+            if i >= 50 and y[:i + 1].mean() < c.lower_bound():
+                ok = False
+        fails += not ok
+    assert fails / reps <= 0.1
+
+
+def test_calibration_is_fitted_on_the_thumbs_not_assumed():
+    c = Certificate(0.7, 0.05, "window", 4000)
+    synthetic_run(c, 0, 4000)
+    assert c.calib is not None
+    # a harsh judge's "wrong" is often right: the calibrated value after a 0 stays well above 0
+    assert 0.15 < c.value(0.6, 0.0) < 0.6 < c.value(0.6, 1.0)
+
+
+# -- the policy ---------------------------------------------------------------------------
+def test_warns_before_half_of_a_stream_that_cannot_reach_alpha():
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    for seed in range(3):
+        sim = simulate(data, X, SimulationConfig(contextual(0.97), seed=seed))
+        status = sim.router.sla_status()
+        assert status["first_at_risk"] is not None and status["first_at_risk"] < 1000
+        assert "window of 2000 requests" in status["guarantee"]
+
+
+def test_no_warning_where_alpha_is_easily_reached():
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    for seed in range(3):
+        sim = simulate(data, X, SimulationConfig(contextual(0.75), seed=seed))
+        assert sim.router.sla_status()["first_at_risk"] is None
+        assert sim.arrays()["satisfied"].mean() >= 0.75
+
+
+def test_a_dear_model_shown_worse_is_no_longer_explored():
+    pol = ContextualPolicy(ContextualConfig(), alpha=0.8, n_models=3, dim=4, seed=0)
+    pol.cost_sum[:] = [1.0, 2.0, 50.0]
+    pol.ref_n = 1
+    pol.blind_pos[:] = [60, 90, 20]
+    pol.blind_cnt[:] = [100, 100, 100]
+    assert list(pol.candidates()) == [0, 1]  # 2 is dearer than 0 and surely worse
+    pol.blind_cnt[:] = [100, 100, 0]
+    pol.blind_pos[:] = [60, 90, 0]
+    assert 2 in pol.candidates()  # no label proves nothing
+    assert ContextualPolicy(ContextualConfig(prune=False), 0.8, 3, 4).candidates().tolist() == [0, 1, 2]
+
+
+def test_exploration_spends_little_on_a_dear_useless_model():
+    """A model 50x dearer and worse than the rest is explored a handful of times, not a
+    share of every exploration step."""
+    data, X = zoo(3000, acc_easy=(0.9, 0.95, 0.5), acc_hard=(0.6, 0.9, 0.4), cost=(1.0, 2.0, 100.0))
+    on_dear = {}
+    for prune in (True, False):
+        a = simulate(data, X, SimulationConfig(contextual(0.8, prune=prune), seed=0)).arrays()
+        on_dear[prune] = int(((a["model"] == 2) & a["explored"]).sum())
+    assert on_dear[True] * 4 < on_dear[False], on_dear
+
+
+# -- judge fill-in, end to end ---------------------------------------------------------------
+def test_fill_in_codes_keep_thumbs_and_add_the_judge():
+    fb = FeedbackConfig(judge_fill=HARSH, judge_budget=0.5)
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    plain = simulate(data, X, SimulationConfig(contextual(0.8), seed=1)).feedback_plan
+    filled = simulate(data, X, SimulationConfig(contextual(0.8), seed=1, feedback=fb)).feedback_plan
+    assert np.array_equal(thumbs_of(filled), plain)  # the users' thumbs are untouched
+    judged_alone = (filled >= JUDGED) & (filled < BOTH)
+    assert np.all(plain[judged_alone] == NO_FEEDBACK)
+    share = judged_alone[:, 0].sum() / (plain[:, 0] == NO_FEEDBACK).sum()
+    assert 0.45 < share < 0.55
+    assert np.all(judge_of(filled)[plain >= 0] >= 0)  # every thumbed answer is judged too
+
+
+@pytest.mark.parametrize("mode, use", [("paper", "label"), ("guarded", "ignore"), ("contextual", "estimate")])
+def test_each_policy_calls_the_judge_as_it_uses_it(mode, use):
+    fb = FeedbackConfig(judge_fill=HARSH)
+    data, X = zoo(600, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=0.8, mode=mode), seed=0, feedback=fb))
+    assert sim.router.judge_use == use
+    f = sim.arrays()["feedback"]
+    calls, thumbs = judge_calls(f), n_thumbs(f)
+    assert 0.1 * len(f) < thumbs < 0.3 * len(f)
+    if use == "ignore":
+        assert calls == 0
+    elif use == "label":  # only where the user gave no thumbs
+        assert calls == len(f) - thumbs
+    else:  # every answer: the thumbed ones calibrate the judge
+        assert calls == len(f)
+
+
+def test_judge_verdicts_move_the_estimate_only_through_the_calibration():
+    data, X = zoo(1500, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    est = {}
+    for name, fb in (("thumbs", FeedbackConfig()), ("judge", FeedbackConfig(judge_fill=HARSH))):
+        sims = [simulate(data, X, SimulationConfig(contextual(0.8), seed=s, feedback=fb)) for s in range(6)]
+        est[name] = np.array([s.router.satisfaction_estimate() - s.arrays()["satisfied"].mean() for s in sims])
+        est[name + " width"] = np.mean([s.router.satisfaction_estimate() - s.router.certified_lower_bound()
+                                        for s in sims])
+    assert abs(est["judge"].mean()) < 0.02  # the harsh judge does not drag the estimate down
+    assert est["judge width"] < est["thumbs width"]
+
+
+def test_late_judge_verdict_and_late_thumbs_reach_the_certificate():
+    data, X = zoo(400, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    r = SLARouter(contextual(0.8), data.n_models, X.shape[1], seed=0, stream_length=400)
+    rng = np.random.default_rng(0)
+    for i in range(300):  # thumbs with the judge's verdict: calibration pairs
+        d = r.decide(X[i], data.costs[i])
+        y = int(data.solved[i, d.model])
+        r.observe(d, y if rng.random() < 0.3 else None, judge=y)
+    d = r.decide(X[300], data.costs[300])
+    r.observe(d, None)
+    before = r.policy.cert.dr
+    r.judge_verdict(d.t, 0)
+    after_judge = r.policy.cert.dr
+    assert after_judge != before
+    r.judge_verdict(d.t, 1)  # a second verdict on the same answer changes nothing
+    assert r.policy.cert.dr == after_judge
+    r.late_feedback(d.t, 1)
+    assert r.policy.cert.dr > after_judge
+    r.judge_verdict(99_999, 1)  # unknown steps are ignored: a judge verdict is optional
+
+
+def test_checkpoint_keeps_the_certificate_and_continues_identically(tmp_path):
+    data, X = zoo(600, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    r = SLARouter(contextual(0.8), data.n_models, X.shape[1], seed=3, stream_length=600)
+    rng = np.random.default_rng(0)
+    for i in range(300):
+        d = r.decide(X[i], data.costs[i])
+        y = int(data.solved[i, d.model])
+        r.observe(d, y if rng.random() < 0.3 else None, judge=y if rng.random() < 0.5 else None)
+    b = SLARouter.load(r.save(tmp_path / "c.safetensors"))
+    assert b.sla_status() == r.sla_status()
+    for i in range(300, 600):
+        da, db = r.decide(X[i], data.costs[i]), b.decide(X[i], data.costs[i])
+        assert da.model == db.model
+        y = int(data.solved[i, da.model])
+        for router, dec in ((r, da), (b, db)):
+            router.observe(dec, y if i % 4 == 0 else None, judge=y if i % 3 == 0 else None)
+    assert b.policy.cert.dr == r.policy.cert.dr and b.certified_lower_bound() == r.certified_lower_bound()
