@@ -135,10 +135,6 @@ class StreamRows:
         return out if dtype is None else out.astype(dtype, copy=False)
 
 
-TRACE_COLUMNS = ("t", "row", "doc_id", "benchmark", "model", "explored", "feedback",
-                 "shat_served", "s_used", "satisfied", "cost", "q", "v")
-
-
 class Simulation:
     """A resumable run: ``step(n)`` serves the next n requests of the seeded stream."""
 
