@@ -34,7 +34,8 @@ from slarouter_core.embedding_cache import EmbeddingCache
 from slarouter_core.encoders import get_encoder
 from slarouter_core.importers import load_messplus
 from slarouter_core.policies.base import DRAW_PAGE
-from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter
+from slarouter_core.feedback import NO_FEEDBACK
+from slarouter_core.router import RouterConfig, SLARouter
 from slarouter_core.simulator import Simulation, SimulationConfig
 
 

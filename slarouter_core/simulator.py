@@ -18,9 +18,10 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
-from .feedback import (JUDGED, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, make_plan)
+from .feedback import (JUDGED, NO_FEEDBACK, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order,
+                       make_plan)
 from .metrics import Summary, summarize
-from .router import NO_FEEDBACK, RouterConfig, SLARouter
+from .router import RouterConfig, SLARouter
 from .validation import check_bool, check_int, check_number
 
 PAPER_SEEDS = (42, 1, 1234)
