@@ -1,6 +1,6 @@
 """Paper mode on the shared data makes the decisions recorded before issue 20's refactor
 (tests/core/fixtures/paper_decisions.npz, written by the code of commit ba213e6 with
-``python tests/core/test_router_paper_regression.py --record``).
+``PYTHONPATH=. .venv/bin/python tests/core/test_router_paper_regression.py --record``).
 
 The models chosen must be equal step for step. The queue is compared with a tolerance:
 issue 20 changed how predictions are computed (one fixed order of float32 sums instead
