@@ -59,18 +59,6 @@ def unit_of(metric: str) -> str:
     return metric
 
 
-def format_cost(value: float, unit: str) -> str:
-    """Human cost with a sensible prefix (J -> kJ/MJ, USD with cents)."""
-    if unit == "J":
-        for scale, prefix in ((1e6, "MJ"), (1e3, "kJ")):
-            if abs(value) >= scale:
-                return f"{value / scale:,.3g} {prefix}"
-        return f"{value:,.3g} J"
-    if unit == "USD":
-        return f"${value:,.4g}"
-    return f"{value:,.4g} {unit}"
-
-
 @dataclass(frozen=True)
 class RoutingData:
     """A validated dataset with outcomes and the selected cost as dense arrays.

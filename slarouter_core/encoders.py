@@ -225,16 +225,3 @@ def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, trace
             raise EncoderUnavailableError("'hf:' needs a model id or a local path, e.g. hf:answerdotai/ModernBERT-base.")
         return TransformerEncoder(source, spec=spec, allow_download=allow_download, traced=traced)
     raise EncoderUnavailableError(f"Unknown encoder {spec!r}: use 'minilm', 'hashing[:dim]' or 'hf:<id or path>'.")
-
-
-_CACHE_NAMES = ("ENCODE_BLOCK", "EmbeddingCache", "_write_part", "embed_parallel", "embed_texts", "text_keys")
-
-
-def __getattr__(name: str):
-    """The cache's names stay importable from here, where they were defined before
-    :mod:`.embedding_cache` existed (resolved on use: that module imports this one)."""
-    if name in _CACHE_NAMES:
-        from . import embedding_cache
-
-        return getattr(embedding_cache, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,10 +18,10 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
-from .feedback import (FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, judge_of, make_plan,
-                       thumbs_of)
+from .feedback import (NO_FEEDBACK, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, judge_of,
+                       make_plan, thumbs_of)
 from .metrics import Summary, summarize
-from .router import NO_FEEDBACK, RouterConfig, SLARouter
+from .router import RouterConfig, SLARouter
 from .validation import check_bool, check_int, check_number
 
 PAPER_SEEDS = (42, 1, 1234)
@@ -134,10 +134,6 @@ class StreamRows:
     def __array__(self, dtype=None, copy=None):
         out = self.base[self.index]
         return out if dtype is None else out.astype(dtype, copy=False)
-
-
-TRACE_COLUMNS = ("t", "row", "doc_id", "benchmark", "model", "explored", "feedback",
-                 "shat_served", "s_used", "satisfied", "cost", "q", "v")
 
 
 class Simulation:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data import RoutingData
 from ..feedback import FeedbackConfig, make_plan
-from ..router import NO_FEEDBACK
+from ..feedback import NO_FEEDBACK
 from .common import (TAG_CAUSAL, TAG_CAUSAL_LOG, TRADEOFF_GRID, History, MethodResult, check_alpha,
                      check_embeddings, closest_to_alpha, common_stream, feedback_or_default, method_result,
                      require_history, tagged_rng)

@@ -12,7 +12,7 @@ from ..data import RoutingData
 from ..feedback import FeedbackConfig
 from ..policies.schedule import data_driven_v, exploration_probability
 from ..predictor import PredictorConfig, SatisfactionPredictor
-from ..router import NO_FEEDBACK
+from ..feedback import NO_FEEDBACK
 from .common import History, MethodResult, check_alpha, check_embeddings, common_stream, method_result
 
 #: paper's fixed V for SLARouter and MESS+ (costs in joules)

@@ -6,7 +6,7 @@ LP over call fractions); a router has to beat it to show that the text helps.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 import numpy as np
 from scipy.optimize import linprog
@@ -15,9 +15,6 @@ from ..data import RoutingData
 from ..feedback import FeedbackConfig
 from .common import (FRACTION_TOL, TAG_MIXTURE, History, MethodResult, check_alpha, common_stream,
                      method_result, tagged_rng)
-
-if TYPE_CHECKING:
-    from .registry import Method
 
 
 def _model_index(data: RoutingData, model: int | str) -> int:
@@ -41,8 +38,9 @@ def single(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     return method_result(f"single:{data.models[m]}", data, alpha, order, np.full(data.n_requests, m, np.int64))
 
 
-def single_model(m: int | str) -> Method:
-    """A method that always serves model ``m`` (kept for callers of the old API)."""
+def single_model(m: int | str) -> Callable[..., MethodResult]:
+    """A method that always serves model ``m`` (kept for callers of the old API; a
+    ``registry.Method``, not named here so that the registry can import this module)."""
 
     def run(data, embeddings, alpha, seed, feedback_rate, *, history=None, feedback=None):
         return single(data, embeddings, alpha, seed, feedback_rate, model=m, feedback=feedback)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
+from ..feedback import NO_FEEDBACK
 from ..predictor import SatisfactionPredictor
 from ..validation import check_bool, check_choice, check_int, check_number, check_optional_number
 from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyStep, StepDraws, int_state
@@ -22,7 +23,6 @@ from .guarded_rule import (ARRAYS, STATE, TS_TRIES, _guarded_kernel, decision_qu
                            guarded_late, guarded_update, params_record)
 from .paper import PredictorPolicy
 
-NO_FEEDBACK = -1
 POLICIES = ("argmin", "mixture", "thompson")
 
 

@@ -2,8 +2,6 @@
 structured types, so no field is read by position) and the step functions that both the
 per-request path and the batched kernel call (:func:`guarded_choose`,
 :func:`guarded_update`, :func:`guarded_absorb`, :func:`guarded_late`).
-
-Plain Python when numba is not installed (same results, slower).
 """
 
 from __future__ import annotations
@@ -11,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from .paper import argmin_score
 from .schedule import p_explore_at, v_at
@@ -49,12 +48,17 @@ def params_record(router_config: Any) -> np.ndarray:
 
 
 # -- the rule, compiled ---------------------------------------------------------------------
+_jit = njit(cache=True, nogil=True)
+
+
+@_jit
 def decision_queue_of(s, par):
     """max(0, base + z * sqrt(var)), base the banked deficit (or the truncated queue)."""
     base = s.deficit if par.bank_surplus else s.q
     return max(0.0, base + par.margin_z * np.sqrt(s.var_sum))
 
 
+@_jit
 def beta_level(a0, pos, cnt):
     """Posterior mean and pseudo-count of a Beta(a0 + pos, a0 + cnt - pos) level."""
     A = a0 + pos
@@ -62,6 +66,7 @@ def beta_level(a0, pos, cnt):
     return A / (A + B), A + B
 
 
+@_jit
 def mixture_pick(cost, level, target, u):
     """Cheapest randomised mix of at most two models whose levels reach ``target``; the
     uniform ``u`` picks the model. Returns (model, escalated): escalated when no mix
@@ -97,6 +102,7 @@ def mixture_pick(cost, level, target, u):
     return top, True
 
 
+@_jit
 def gamma_variate(a, D, row):
     """Gamma(a, 1) by Marsaglia-Tsang from pre-drawn numbers ``D[row]`` (TS_TRIES
     normals, then TS_TRIES + 1 uniforms; the last boosts a < 1). If every proposal is
@@ -125,6 +131,7 @@ def gamma_variate(a, D, row):
     return g * boost
 
 
+@_jit
 def thompson_levels(lpos, lcnt, P, dev, a0, w, levels, D, out):
     """One posterior sample per model: Beta(a0 + positives, a0 + negatives) (shifted by
     the predictor's centred deviation ``w * dev`` when ``levels``); without ``levels``
@@ -147,6 +154,7 @@ def thompson_levels(lpos, lcnt, P, dev, a0, w, levels, D, out):
         out[j] = min(max(th, 1e-3), 1.0 - 1e-3)
 
 
+@_jit
 def guarded_choose(t, u_explore, u_choice, P, costs, s, par, lpos, lcnt, psum, csum, dev, shat, est, lv, cm, D):
     """Step ``t``'s choice with predictions ``P`` (one row): updates the running sums in
     ``s``/``psum``/``csum`` and writes ``dev``, ``shat`` (the levels) and ``est`` (the
@@ -199,12 +207,14 @@ def guarded_choose(t, u_explore, u_choice, P, costs, s, par, lpos, lcnt, psum, c
     return m, explore, p, v, qd, escalated
 
 
+@_jit
 def debias(f, par):
     if par.label_fpr != 0.0 or par.label_fnr != 0.0:
         return (f - par.label_fpr) / (1.0 - par.label_fpr - par.label_fnr)
     return f
 
 
+@_jit
 def guarded_absorb(m, f, shat_m, dev_m, explored, s, par, lpos, lcnt):
     """Learn from a label (now or late): residuals, model ``m``'s level and, when the
     predictor should learn it, the count towards its next training step. Returns
@@ -225,6 +235,7 @@ def guarded_absorb(m, f, shat_m, dev_m, explored, s, par, lpos, lcnt):
     return learn, due
 
 
+@_jit
 def guarded_update(t, m, explored, f, shat_m, dev_m, s, par, lpos, lcnt):
     """Step ``t``'s queue step with label ``f`` (< 0: none yet). Returns (the s the queue
     used, predictor learns it, a training step is due)."""
@@ -244,6 +255,7 @@ def guarded_update(t, m, explored, f, shat_m, dev_m, s, par, lpos, lcnt):
     return s_used, learn, due
 
 
+@_jit
 def guarded_late(t_now, f, shat_m, dev_m, m, explored, s, par, lpos, lcnt):
     """A label for an earlier step: the queue's doubly-robust correction now, then learn."""
     if par.dr:
@@ -252,6 +264,7 @@ def guarded_late(t_now, f, shat_m, dev_m, m, explored, s, par, lpos, lcnt):
     return guarded_absorb(m, f, shat_m, dev_m, explored, s, par, lpos, lcnt)
 
 
+@_jit
 def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, par, lpos, lcnt, psum, csum, last_dev, last_shat,
                     out_m, out_f, out_dev, learn, TS):
     """The rule over block rows [i0, i1) with fixed predictions (row i is ``P[i - p0]``).
@@ -283,24 +296,3 @@ def _guarded_kernel(i0, i1, t0, P, p0, costs, fb, U, st, par, lpos, lcnt, psum, 
         if due:
             return i + 1, True
     return i1, False
-
-
-try:  # pragma: no cover - exercised whenever numba is installed
-    from numba import njit
-
-    _jit = njit(cache=True, nogil=True)
-    decision_queue_of = _jit(decision_queue_of)
-    beta_level = _jit(beta_level)
-    mixture_pick = _jit(mixture_pick)
-    gamma_variate = _jit(gamma_variate)
-    thompson_levels = _jit(thompson_levels)
-    guarded_choose = _jit(guarded_choose)
-    debias = _jit(debias)
-    guarded_absorb = _jit(guarded_absorb)
-    guarded_update = _jit(guarded_update)
-    guarded_late = _jit(guarded_late)
-    _guarded_kernel = _jit(_guarded_kernel)
-except ImportError:  # pragma: no cover
-    pass
-
-

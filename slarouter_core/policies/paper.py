@@ -13,14 +13,17 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
+from ..feedback import NO_FEEDBACK
 from ..predictor import SatisfactionPredictor
 from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyStep
 from .schedule import data_driven_v, exploration_probability, v_at
 
-NO_FEEDBACK = -1
+_jit = njit(cache=True, nogil=True)
 
 
+@_jit
 def argmin_score(v, costs, q, alpha, s):
     """argmin_m V*C_m + Q*(alpha - s_m), ties to the cheaper (lower-index) model."""
     m = 0
@@ -33,6 +36,7 @@ def argmin_score(v, costs, q, alpha, s):
     return m
 
 
+@_jit
 def paper_choice(explore, m_explore, v, costs, q, alpha, shat):
     """Algorithm 1's choice: the drawn model when exploring, else the drift-plus-penalty argmin."""
     if explore:
@@ -40,12 +44,14 @@ def paper_choice(explore, m_explore, v, costs, q, alpha, shat):
     return argmin_score(v, costs, q, alpha, shat)
 
 
+@_jit
 def queue_step(q, alpha, s):
     """Q_{t+1} = max(0, Q_t + alpha - s_t)."""
     q = q + alpha - s
     return 0.0 if q < 0.0 else q
 
 
+@_jit
 def _queue_kernel(q, alpha, explore, m_explore, v, costs, S, feedback,
                   out_model, out_shat, out_s, out_q):
     """The rule over a stretch of steps with fixed predictions ``S``; returns the queue."""
@@ -61,17 +67,6 @@ def _queue_kernel(q, alpha, explore, m_explore, v, costs, S, feedback,
         out_s[i] = s
         out_q[i] = q
     return q
-
-
-try:  # pragma: no cover - exercised whenever numba is installed
-    from numba import njit
-
-    argmin_score = njit(cache=True, nogil=True)(argmin_score)
-    paper_choice = njit(cache=True, nogil=True)(paper_choice)
-    queue_step = njit(cache=True, nogil=True)(queue_step)
-    _queue_kernel = njit(cache=True, nogil=True)(_queue_kernel)
-except ImportError:  # pragma: no cover
-    pass
 
 
 class PredictorPolicy:

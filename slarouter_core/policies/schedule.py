@@ -7,6 +7,7 @@ schedule cannot drift between them.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 
 def exploration_probability(t: np.ndarray | int, c: float, power: float = 0.25) -> np.ndarray | float:
@@ -28,6 +29,7 @@ def data_driven_v(q_max: float, eps: float, spread_sum: np.ndarray | float,
     return float(v) if v.ndim == 0 else v
 
 
+@njit(cache=True, nogil=True)
 def v_at(fixed_v: float, q_max: float, eps: float, spread_sum: float, t: int) -> float:
     """One step's V, for compiled rules: ``fixed_v`` when > 0, else :func:`data_driven_v`
     (the same arithmetic, scalar)."""
@@ -38,15 +40,8 @@ def v_at(fixed_v: float, q_max: float, eps: float, spread_sum: float, t: int) ->
     return q_max * eps / (spread_sum / t)
 
 
+@njit(cache=True, nogil=True)
 def p_explore_at(c: float, t: int) -> float:
     """One step's :func:`exploration_probability` (power 1/4), for compiled rules."""
     return min(1.0, c / (float(t) ** 0.25))
 
-
-try:  # pragma: no cover - exercised whenever numba is installed
-    from numba import njit
-
-    v_at = njit(cache=True, nogil=True)(v_at)
-    p_explore_at = njit(cache=True, nogil=True)(p_explore_at)
-except ImportError:  # pragma: no cover
-    pass

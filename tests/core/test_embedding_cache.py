@@ -171,11 +171,8 @@ def test_parallel_workers_fill_the_shared_cache(tmp_path, backend, capsys):
         assert len(EmbeddingCache(root).missing(texts + ["new"], HashingEncoder(384))) == 1
 
 
-def test_the_cache_is_still_importable_from_encoders():
-    import slarouter_core.embedding_cache as cache_module
-    from slarouter_core.encoders import EmbeddingCache as OldPath
-
-    assert OldPath is cache_module.EmbeddingCache
+def test_the_cache_lives_in_its_own_module_only():
+    """Issue 20: encoders.py no longer re-exports the cache (that made an import cycle)."""
     import slarouter_core.encoders as encoders
-    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
-        encoders.NoSuchName
+
+    assert not hasattr(encoders, "EmbeddingCache") and not hasattr(encoders, "embed_texts")

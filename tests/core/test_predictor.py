@@ -110,3 +110,43 @@ def test_predict_matches_torch_eval_forward():
     expected = torch.sigmoid(torch.nn.functional.linear(h, t["w2"], t["b2"])).numpy()
     np.testing.assert_allclose(p.predict(x), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(p.predict(x[7]), expected[7], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("D", [16, 23, 384])
+def test_predictions_do_not_depend_on_the_batch(D):
+    """Issue 20: a row gets the same bits alone, in any batch and at any position (BLAS
+    rounds one row and many differently); D = 23 leaves a tail after the unrolled sums."""
+    p = SatisfactionPredictor(D, 3, seed=5)
+    x = np.random.default_rng(6).standard_normal((37, D)).astype(np.float32)
+    whole = p.predict(x)
+    alone = np.stack([p.predict(row) for row in x])
+    assert np.array_equal(whole, alone)
+    for k in (1, 3, 8, 9, 16):
+        assert np.array_equal(np.concatenate([p.predict(x[a:a + k]) for a in range(0, len(x), k)]), whole)
+    assert np.array_equal(p.predict(x[5:]), whole[5:])
+
+
+def test_predictions_sum_in_the_documented_order():
+    """The first layer adds x_k * w1[:, k] for k = 0, 1, ... one float32 rounding at a time
+    (no fused multiply-add, no reordering), which is what makes the bits the same on every
+    CPU; NumPy's element-wise float32 operations reproduce that order exactly."""
+    D = 20
+    p = SatisfactionPredictor(D, 2, seed=7)
+    x = np.random.default_rng(8).standard_normal((9, D)).astype(np.float32)
+    w1, b1 = p.params["w1"], p.params["b1"]
+    z = np.zeros((len(x), D), np.float32)
+    for k in range(D):
+        z = z + x[:, k:k + 1] * w1[:, k][None, :]
+    z = z + b1
+    mu = np.array([sum(float(v) for v in row) for row in z]) / D  # float64, left to right
+    zc = (z - mu[:, None]).astype(np.float32)
+    sq = np.array([sum(float(np.float32(v * v)) for v in row) for row in zc])
+    inv = 1.0 / np.sqrt(sq / D + 1e-5)
+    h = np.maximum(zc * inv[:, None] * p.params["ln_w"] + p.params["ln_b"], 0.0).astype(np.float32)
+    logits = np.zeros((len(x), 2), np.float32)
+    for j in range(D):
+        logits = logits + h[:, j:j + 1] * p.params["w2"][:, j][None, :]
+    expected = 1.0 / (1.0 + np.exp(-(logits + p.params["b2"]).astype(np.float64)))
+    # 1e-15: the sigmoid's exp (libm in the kernel, NumPy's SIMD here) may differ in the
+    # last bit; any other order of the float32 sums would move the result by ~1e-8
+    np.testing.assert_allclose(p.predict(x), expected, rtol=0, atol=1e-15)

@@ -584,8 +584,10 @@ EVERY_POLICY = {
 
 @pytest.mark.parametrize("name", sorted(EVERY_POLICY))
 def test_whole_chunked_and_per_request_paths_agree_for_every_policy(name):
-    """Whole and chunked runs are bit-identical; the per-request API makes the same
-    choices with the same queue (up to float rounding of batched predictions)."""
+    """Whole and chunked runs are bit-identical, and so is the per-request API for the
+    predictor policies (their predictions sum in one fixed order, whatever the batch).
+    The contextual policy predicts with a BLAS product (``X @ W``), whose rounding may
+    differ between one row and many, hence its tolerance."""
     cfg = EVERY_POLICY[name]
     X, C, F = stream(n=700, d=16, seed=4)
     whole = SLARouter(cfg, 3, 16, seed=9).run_block(X, C, F)
@@ -605,5 +607,8 @@ def test_whole_chunked_and_per_request_paths_agree_for_every_policy(name):
         loop.observe(d, None if f == NO_FEEDBACK else f)
         steps.append((d.model, loop.decision_queue(), d.v))
     assert np.array_equal(whole.model, [s[0] for s in steps])
-    np.testing.assert_allclose(whole.q, [s[1] for s in steps], atol=1e-6)
-    np.testing.assert_allclose(whole.v, [s[2] for s in steps])
+    if cfg.mode == "contextual":
+        np.testing.assert_allclose(whole.q, [s[1] for s in steps], atol=1e-9)
+    else:
+        assert np.array_equal(whole.q, [s[1] for s in steps])
+    assert np.array_equal(whole.v, [s[2] for s in steps])

@@ -1,6 +1,17 @@
 """Checkpoints written before the policies became plug-in classes (tests/core/fixtures/
-checkpoints_v1, made by the v1 router) load, and the router continues exactly as the v1
-router did after loading them."""
+checkpoints_v1, made by the v1 router on an AVX2 machine) load, and the router continues
+as the v1 router did after loading them: the same model at every step, the same V (it
+depends on the costs only), and the queues within float rounding.
+
+Why the queues are not compared bit for bit: the fixture's numbers came from BLAS
+products whose rounding depends on the CPU (the SIMD width picks the kernel) and, before
+issue 20, on the batch size. Since issue 20 the paper/guarded predictor sums in one fixed
+order (the same bits on every CPU, alone or batched), which rounds differently from the
+BLAS that recorded the fixture: each float32 prediction moves by < 2e-7, and a queue adds
+at most one prediction's worth per step, so after k steps it may differ by k * 2e-7.
+The contextual policy's float64 predictions (``X @ W``, BLAS) differ between AVX2 and
+AVX-512 in the last bit (5.7e-14 on this stream), far inside the same bound.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +25,8 @@ from slarouter_core.router import SLARouter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints_v1"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
+#: tolerance on the queue per step since the checkpoint (see the module docstring)
+Q_ATOL_PER_STEP = 2e-7
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -27,4 +40,10 @@ def test_v1_checkpoint_loads_and_continues_identically(name):
         d = r.decide(X[i], C[i])
         r.observe(d, int(Y[i, d.model]) if F[i] else None)
         got.append([int(d.model), float(d.q), float(d.v), float(r.decision_queue())])
-    assert got == EXPECTED[name]
+    got, want = np.array(got), np.array(EXPECTED[name])
+    assert got.shape == want.shape
+    assert np.array_equal(got[:, 0], want[:, 0]), "models chosen"
+    assert np.array_equal(got[:, 2], want[:, 2]), "V"
+    bound = Q_ATOL_PER_STEP * np.arange(1, len(got) + 1)[:, None]
+    gap = np.abs(got[:, [1, 3]] - want[:, [1, 3]])
+    assert np.all(gap <= bound), f"queue off by {gap.max():.3g}"
