@@ -110,6 +110,8 @@ class RouterConfig:
         if unknown:
             raise ValueError(f"unknown router setting(s) {', '.join(unknown)}")
         pred, ctx, grd = d.get("predictor"), d.get("contextual"), d.get("guarded")
+        if d.get("mode", "paper") != "contextual" and isinstance(ctx, dict) and "z" in ctx:
+            ctx = None  # checkpoints before the window certificate stored its defaults in every mode
         d["predictor"] = pred if isinstance(pred, PredictorConfig) else PredictorConfig(**(pred or {}))
         ctx = ctx if isinstance(ctx, ContextualConfig) else ContextualConfig.from_dict(ctx)
         d["contextual"] = replace(ctx, **ctx_flat) if ctx_flat else ctx

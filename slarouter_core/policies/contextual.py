@@ -339,7 +339,8 @@ class ContextualPolicy:
         X = np.atleast_2d(np.asarray(X, np.float32))
         if self.theta is None:
             return np.tile((self.pos + 1.0) / (self.cnt + 2.0), (len(X), 1))
-        z = X.astype(np.float64) @ self.W + self.b
+        # a fixed summation order (no BLAS): the same bits on every CPU, alone or batched
+        z = np.einsum("ik,km->im", X.astype(np.float64), self.W, optimize=False) + self.b
         return 1.0 / (1.0 + np.exp(-z))
 
     def labels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -613,6 +614,9 @@ class ContextualPolicy:
         return meta, arrays
 
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        if "certificate" not in meta:
+            raise ValueError("written before the SLA-window certificate (an older contextual policy whose "
+                             "anytime bound today's rule does not continue): start a new router")
         for k in self._SCALARS:
             v = float(meta[k])
             if not math.isfinite(v):
@@ -623,8 +627,6 @@ class ContextualPolicy:
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
                 raise ValueError(f"contextual state {k} is not finite")
             setattr(self, k, a)
-        if "contextual.lab_blind" not in arrays:  # written before the clusters: no blind flags kept
-            arrays = {**arrays, "contextual.lab_blind": np.zeros(len(arrays["contextual.lab_y"]), np.int8)}
         kept = [np.array(arrays[f"contextual.{k}"]) for k in self._LABELS]
         if not np.all(np.isfinite(kept[0])) or not np.all(np.isfinite(kept[2])):
             raise ValueError("contextual state labels are not finite")
@@ -653,9 +655,7 @@ class ContextualPolicy:
 
 
 def _blindness(b: Any) -> int:
-    """A pending step's blindness code from a checkpoint (older ones stored a bool: True =
-    chosen without looking at the request)."""
-    code = 2 if b is True else 0 if b is False else int(b)
-    if code not in (0, 1, 2):
+    """A pending step's blindness code from a checkpoint (see ``lab_blind``)."""
+    if b not in (0, 1, 2) or isinstance(b, bool):
         raise ValueError(f"contextual pending step blindness {b!r} is not 0, 1 or 2")
-    return code
+    return int(b)

@@ -9,8 +9,9 @@ issue 20, on the batch size. Since issue 20 the paper/guarded predictor sums in 
 order (the same bits on every CPU, alone or batched), which rounds differently from the
 BLAS that recorded the fixture: each float32 prediction moves by < 2e-7, and a queue adds
 at most one prediction's worth per step, so after k steps it may differ by k * 2e-7.
-The contextual policy's float64 predictions (``X @ W``, BLAS) differ between AVX2 and
-AVX-512 in the last bit (5.7e-14 on this stream), far inside the same bound.
+A contextual checkpoint of v1 predates the SLA-window certificate (issue 19): its state
+(an anytime normal bound) cannot continue under today's rule, so loading it is refused
+with a message that says so, rather than continuing with a different guarantee.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
 Q_ATOL_PER_STEP = 2e-7
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", sorted(k for k in EXPECTED if k != "contextual"))
 def test_v1_checkpoint_loads_and_continues_identically(name):
     s = np.load(FIXTURES / "stream.npz")
     X, C, Y, F = s["X"], s["C"], s["Y"], s["F"]
@@ -47,3 +48,8 @@ def test_v1_checkpoint_loads_and_continues_identically(name):
     bound = Q_ATOL_PER_STEP * np.arange(1, len(got) + 1)[:, None]
     gap = np.abs(got[:, [1, 3]] - want[:, [1, 3]])
     assert np.all(gap <= bound), f"queue off by {gap.max():.3g}"
+
+
+def test_v1_contextual_checkpoint_is_refused_with_its_reason():
+    with pytest.raises(ValueError, match="before the SLA-window certificate"):
+        SLARouter.load(FIXTURES / "contextual.safetensors")
