@@ -65,7 +65,9 @@ def fit_calibration(F: np.ndarray, y: np.ndarray, ridge: float = 1e-2, iters: in
 class Certificate:
     """The running estimate, its variance and the bound (see the module docstring)."""
 
-    def __init__(self, alpha: float, delta: float, guarantee: str, window: int, rectify: bool = True):
+    def __init__(self, alpha: float, delta: float, guarantee: str, window: int, rectify: bool = True,
+                 bank: float = 1.0):
+        self.bank = float(bank)  # share of the window by which the final margin is to be banked
         self.rectify = bool(rectify)  # False: trust the predictions (the ablation of the thumbs' correction)
         self.alpha = float(alpha)
         self.delta = float(delta)
@@ -206,7 +208,7 @@ class Certificate:
         the bound itself behind alpha), in requests."""
         if self.guarantee == "anytime" or not self.window:
             return self.alpha * self.t - self.lower_count()
-        share = self.t / self.window
+        share = min(1.0, self.t / (self.bank * self.window))
         return self.alpha * self.t + share * self.final_margin() - self.dr
 
     def target_rate(self, h: float, h_min: float) -> float:
@@ -215,7 +217,8 @@ class Certificate:
         horizon = max(h_min, h * self.t)
         if self.guarantee == "window" and self.window:
             horizon = min(horizon, max(self.remaining(), 1))
-            base = self.alpha + self.final_margin() / self.window
+            banking = self.t < self.bank * self.window
+            base = self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
         else:
             base = self.alpha
         return base + self.shortfall() / horizon

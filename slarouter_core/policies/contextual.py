@@ -121,6 +121,7 @@ class ContextualConfig:
     delta: float = 0.05
     guarantee: str = "window"
     sla_window: int = 0
+    bank: float = 0.5
     h: float = 0.05
     h_min: float = 50.0
     explore_c: float = 2.0
@@ -147,6 +148,7 @@ class ContextualConfig:
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee must be one of {', '.join(GUARANTEES)}, got {self.guarantee!r}")
         check_int("sla_window", self.sla_window, low=0)
+        check_number("bank", self.bank, low=0.0, high=1.0, low_open=True)
         check_number("h", self.h, low=0.0, low_open=True)
         check_number("h_min", self.h_min, low=1.0)
         check_number("explore_c", self.explore_c, low=0.0)
@@ -301,7 +303,7 @@ class ContextualPolicy:
         cfg = config
         self.n_feedback = 0
         window = cfg.sla_window or (int(stream_length) if stream_length else DEFAULT_WINDOW)
-        self.cert = Certificate(self.alpha, cfg.delta, cfg.guarantee, window, rectify=cfg.dr)
+        self.cert = Certificate(self.alpha, cfg.delta, cfg.guarantee, window, rectify=cfg.dr, bank=cfg.bank)
         self.cost_sum = np.zeros(self.M)  # running cost sums: which model is dearer
         self.served_cost = 0.0  # cost of the steps served so far
         self.pos = np.zeros(self.M)  # per-model label counts (levels before the first fit)
