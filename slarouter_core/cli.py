@@ -268,7 +268,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          "--no-auth serves without keys (only where nobody else can reach the port)")
     config = ServiceConfig(alpha=args.alpha, mode=args.mode, encoder=args.encoder, state_dir=args.state_dir,
                            checkpoint_every_s=args.checkpoint_every, seed=args.seed, instance=args.instance,
-                           max_body_bytes=args.max_body_bytes)
+                           max_body_bytes=args.max_body_bytes, encoder_runtime=args.encoder_runtime,
+                           encoder_threads=args.threads, embed_wait_ms=args.embed_wait_ms)
     service = RoutingService(zoo, config)
     print(f"routing over {', '.join(zoo.names)} (cheapest first) at alpha {config.alpha}, mode {config.mode}; "
           f"state in {config.state_dir}" + (f" (restored, {service.replayed} journal events replayed)"
@@ -405,9 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints (default 30)")
     srv.add_argument("--seed", type=int, default=0)
     srv.add_argument("--instance", default="slr", help="request-id prefix of this replica (default slr)")
-    srv.add_argument("--threads", type=int, default=1, help="torch threads for the encoder (default 1)")
+    srv.add_argument("--threads", type=int, default=1, help="torch / ONNX Runtime threads for the encoder (default 1)")
     srv.add_argument("--api-keys-file", default=None,
                      help="file of accepted API keys, one per line (also: env SLAROUTER_MASTER_KEY)")
+    srv.add_argument("--encoder-runtime", default="onnx", choices=["onnx", "torchscript", "eager"],
+                     help="per-request encoder forward (default onnx, exported once to the cache; torch if "
+                          "ONNX Runtime cannot run it)")
+    srv.add_argument("--embed-wait-ms", type=float, default=2.0,
+                     help="how long the embedding batch waits for chats on their way (default 2 ms)")
     srv.add_argument("--no-auth", action="store_true", help="serve without API keys (local use only)")
     srv.add_argument("--max-body-bytes", type=int, default=1_000_000,
                      help="largest request body in bytes (default 1,000,000; 413 beyond)")

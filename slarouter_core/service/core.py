@@ -92,6 +92,10 @@ class ServiceConfig:
     breaker_cooldown_s: float = 30.0
     #: how long the embedding worker waits for more texts while other chats are on their way
     embed_wait_ms: float = 2.0
+    #: the per-request forward of a transformer encoder: onnx (torch where it cannot), torchscript, eager
+    encoder_runtime: str = "onnx"
+    #: intra-op threads of the ONNX Runtime session
+    encoder_threads: int = 1
 
     def __post_init__(self) -> None:
         self.router_config()  # alpha and mode are validated by RouterConfig
@@ -100,6 +104,9 @@ class ServiceConfig:
         check_int("breaker_failures", self.breaker_failures, low=1)
         check_number("breaker_cooldown_s", self.breaker_cooldown_s, low=0.0)
         check_number("embed_wait_ms", self.embed_wait_ms, low=0.0, high=100.0)
+        if self.encoder_runtime not in ("onnx", "torchscript", "eager"):
+            raise ValueError(f"encoder_runtime must be onnx, torchscript or eager, got {self.encoder_runtime!r}")
+        check_int("encoder_threads", self.encoder_threads, low=1)
         if not isinstance(self.instance, str) or not self.instance.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"instance must be letters, digits, '-' or '_', got {self.instance!r}")
         check_int("seed", self.seed, low=0)
@@ -193,7 +200,8 @@ class RoutingService:
         self.zoo = zoo
         self.config = config
         # onnx: the per-request forward in ONNX Runtime (torch traced where it is unavailable)
-        self.encoder = encoder if encoder is not None else service_encoder(config.encoder)
+        self.encoder = encoder if encoder is not None else service_encoder(config.encoder, config.encoder_runtime,
+                                                                               config.encoder_threads)
         self._lock = threading.Lock()         # router, ledger, statistics and journal order
         self._embed_lock = threading.Lock()   # starts the one embedding thread (tokenizers are not thread-safe)
         self._embed_queue: queue.SimpleQueue = queue.SimpleQueue()
