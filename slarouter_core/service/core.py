@@ -252,13 +252,32 @@ class RoutingService:
         single request's latency and multiplies throughput under load. A text the
         encoder rejects fails only its own request."""
         fut: Future = Future()
-        self._embed_queue.put((embeddable(text), fut))
+        self._submit(text, fut.set_result, fut.set_exception)
+        return fut.result()
+
+    async def aembed(self, text: str) -> np.ndarray:
+        """:meth:`embed` for an event loop: the loop waits, no thread is held."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def ok(x):
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(x))
+
+        def bad(e):
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_exception(e))
+
+        self._submit(text, ok, bad)
+        return await fut
+
+    def _submit(self, text: str, ok, bad) -> None:
+        self._embed_queue.put((embeddable(text), ok, bad))
         with self._embed_lock:
             if self._embed_thread is None:
                 self._embed_thread = threading.Thread(target=self._embed_worker, name="slarouter-embed",
                                                       daemon=True)
                 self._embed_thread.start()
-        return fut.result()
 
     def _embed_worker(self) -> None:
         wait = self.config.embed_wait_ms / 1000.0
@@ -279,19 +298,21 @@ class RoutingService:
                 except queue.Empty:
                     break
             try:
-                X = np.asarray(self.encoder.encode([t for t, _ in items]), np.float32)
+                X = np.asarray(self.encoder.encode([t for t, _, _ in items]), np.float32)
             except Exception as exc:  # noqa: BLE001 - find the culprit: each text alone
                 if len(items) == 1:
-                    items[0][1].set_exception(exc)
+                    items[0][2](exc)
                     continue
-                for text, fut in items:
+                for text, ok, bad in items:
                     try:
-                        fut.set_result(np.asarray(self.encoder.encode([text]), np.float32)[0])
+                        x = np.asarray(self.encoder.encode([text]), np.float32)[0]
                     except Exception as one:  # noqa: BLE001
-                        fut.set_exception(one)
+                        bad(one)
+                        continue
+                    ok(x)
                 continue
-            for (_, fut), x in zip(items, X):
-                fut.set_result(x)
+            for (_, ok, _), x in zip(items, X):
+                ok(x)
 
     def estimate_costs(self, prompt_chars: int, max_tokens: int | None = None) -> np.ndarray:
         """Expected price of this request on each model: the prompt's estimated tokens and
@@ -331,6 +352,18 @@ class RoutingService:
         """Embed (outside the router lock), then decide, observe(None) and journal under it."""
         t0 = time.perf_counter()
         x = self.embed(text)
+        return self._decide(x, text, prompt_chars, max_tokens, owner, time.perf_counter() - t0)
+
+    async def aroute(self, text: str, prompt_chars: int | None = None, max_tokens: int | None = None,
+                     owner: str | None = None) -> Ticket:
+        """:meth:`route` for an event loop (the HTTP layer): the embedding is awaited, and
+        the decision (well under a millisecond) runs in the loop, with no thread hop."""
+        t0 = time.perf_counter()
+        x = await self.aembed(text)
+        return self._decide(x, text, prompt_chars, max_tokens, owner, time.perf_counter() - t0)
+
+    def _decide(self, x: np.ndarray, text: str, prompt_chars: int | None, max_tokens: int | None,
+                owner: str | None, embed_s: float) -> Ticket:
         t1 = time.perf_counter()
         costs = self.estimate_costs(len(text) if prompt_chars is None else prompt_chars, max_tokens)
         rid = f"{self.config.instance}-{uuid.uuid4().hex}"
@@ -343,7 +376,7 @@ class RoutingService:
             self._log("route", {"rid": rid, "t": d.t, "model": d.model, "x": _b64(x),
                                 "costs": [float(c) for c in told], "owner": owner})
             self._apply_route(rid, d, owner)
-            self.timings.append((t1 - t0, time.perf_counter() - t2, t2 - t1))
+            self.timings.append((embed_s, time.perf_counter() - t2, t2 - t1))
             order = self._order(d, now)
         return Ticket(rid, d.t, d.model, bool(d.explored), order, tuple(float(c) for c in costs), text)
 

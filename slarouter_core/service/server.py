@@ -287,8 +287,7 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
             return _error(400, "messages must include a user message with text content")
         service.incoming += 1
         try:
-            ticket = await run_in_threadpool(service.route, text, req.prompt_chars, req.token_limit,
-                                             request.scope.get("slarouter.key"))
+            ticket = await service.aroute(text, req.prompt_chars, req.token_limit, request.scope.get("slarouter.key"))
         finally:
             service.incoming -= 1
         stream = bool(req.stream)
