@@ -103,9 +103,13 @@ async def load(url: str, seconds: float, clients: int, offset: int, kind: str, h
 
 
 def encoder_paths(spec: str, n: int) -> None:
-    """Per-text embedding latency of the runtimes, interleaved in one process."""
+    """Per-text embedding latency of the runtimes, interleaved in one process, one thread
+    each (as the service runs them by default)."""
+    import torch
+
     from slarouter_core.service.onnx_encoder import service_encoder
 
+    torch.set_num_threads(1)
     encs = {r: service_encoder(spec, r) for r in ("eager", "torchscript", "onnx")}
     if getattr(encs["onnx"], "runtime", None) is None:
         print(f"encoder {spec}: not a transformer (no runtime choice)")

@@ -220,7 +220,16 @@ class JudgeClient:
 
     def judge(self, question: str, response: str, choices: str | None = None) -> int:
         """1 if the judge deems ``response`` correct, else 0. Raises :class:`JudgeError`."""
-        return asyncio.run(self.averdict(question, response, choices)).label
+        coro = self.averdict(question, response, choices)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no event loop in this thread
+            return asyncio.run(coro).label
+        # called from inside an event loop (a notebook): run the call on a thread of its own
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, coro).result().label
 
     async def averdict(self, question: str, response: str, choices: str | None = None,
                        client: "httpx.AsyncClient | None" = None) -> JudgeResult:
