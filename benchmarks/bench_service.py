@@ -124,6 +124,30 @@ def encoder_paths(spec: str, n: int) -> None:
                 times[r][i - 10] = time.perf_counter() - t0
     print(f"one text per call, {n} calls each, interleaved (ms): "
           + ", ".join(f"{r} ({encs[r].runtime}) p50 {np.median(t) * 1e3:.2f}" for r, t in times.items()))
+    # the encoder's ceiling: batches of 16 as under load, tokens per second on one thread
+    onnx = encs["onnx"]
+    for kind in ("short", "realistic"):
+        texts = [body(50_000 + i, kind)["messages"][0]["content"] for i in range(16)]
+        tokens = sum(len(x) for x in onnx.tokenizer(texts)["input_ids"]) / 16
+        onnx.encode(texts)
+        t0 = time.perf_counter()
+        for _ in range(5):
+            onnx.encode(texts)
+        per_req = (time.perf_counter() - t0) / (5 * 16)
+        print(f"[{kind} prompts] {tokens:.0f} tokens per prompt; the ONNX encoder in batches of 16 takes "
+              f"{per_req * 1e3:.2f} ms per prompt: at most {1 / per_req:.0f} requests/s on one thread for the "
+              "embedding alone")
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        a = np.random.default_rng(0).random((512, 512), dtype=np.float32)
+        a @ a
+        t0 = time.perf_counter()
+        for _ in range(20):
+            a @ a
+        gflops = 2 * 512 ** 3 * 20 / (time.perf_counter() - t0) / 1e9
+    print(f"this core: {gflops:.0f} GFLOP/s in a float32 matmul (numpy, one thread); MiniLM-L6 needs about "
+          "21 MFLOP per token (6 layers of 4 x 384^2 + 2 x 384 x 1536 multiply-adds)")
 
 
 def pct(x, q) -> float:

@@ -200,12 +200,11 @@ def test_6_an_open_circuit_is_priced_out_of_the_routers_choice(running, backends
         assert chat(svc, messages=[{"role": "user", "content": f"warm {i}"}]).status_code == 200
     st = svc.http.get("/v1/state?history=20").json()
     assert st["models"][0]["circuit_open"] is True
-    chosen_after = [row["model"] for row in st["history"] if row["t"] > st["models"][0]["chosen"] + 5]
-    rows = st["history"]
-    # once open, the router was told: the estimated cost it saw for small dwarfs the others
-    last = rows[-1]["est_costs"]
-    assert last[0] > 100 * max(last[1:])
-    assert chosen_after.count(0) <= 1
+    # once open, the router was told: the cost it saw for small dwarfs the others' ...
+    told = [row for row in st["history"] if row["est_costs"][0] > 100 * max(row["est_costs"][1:])]
+    assert len(told) >= 10
+    # ... and it stopped choosing it (exploration may still, rarely)
+    assert sum(row["model"] == 0 for row in told) <= len(told) // 4
 
 
 # -- 7. streams that break ----------------------------------------------------------------------
