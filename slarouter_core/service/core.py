@@ -212,7 +212,7 @@ class RoutingService:
         M = len(zoo)
         self.stats = [ModelStats() for _ in range(M)]
         self.breakers = [Breaker() for _ in range(M)]
-        #: id -> [t, chosen, served, status, feedback, predicted satisfaction, owner key id]
+        #: id -> [t, chosen, served, status, feedback, predicted satisfaction, owner key id, judge verdict]
         self.requests: OrderedDict[str, list] = OrderedDict()
         self.failed_requests = 0
         self.plug_sum = 0.0            # sum over steps of (feedback if given else predicted)
@@ -384,7 +384,7 @@ class RoutingService:
         m = d.model
         self.stats[m].chosen += 1
         shat = float(d.shat[m]) if math.isfinite(float(d.shat[m])) else 0.0
-        self.requests[rid] = [d.t, m, None, "routing", None, shat, owner]
+        self.requests[rid] = [d.t, m, None, "routing", None, shat, owner, None]
         while len(self.requests) > LATE_WINDOW:
             self.requests.popitem(last=False)
         self.plug_sum += shat
@@ -486,7 +486,7 @@ class RoutingService:
             if rec is None:
                 raise FeedbackError(404, f"unknown request_id {shown!r} (never served here, or older than "
                                          f"the last {LATE_WINDOW:,} requests)")
-            t, chosen, served, status, given, shat, made_by = rec
+            t, chosen, served, status, given, shat, made_by, judged = rec
             if made_by is not None and owner != made_by:
                 raise FeedbackError(403, f"request {shown!r} was made with another API key: only that key "
                                          "may give its feedback")
@@ -503,6 +503,10 @@ class RoutingService:
             try:
                 self.router.late_feedback(t, int(satisfied))
             except KeyError:
+                if judged is not None and self.router.judge_use == "label":
+                    raise FeedbackError(409, f"request {shown!r} was already labelled by the LLM judge "
+                                             f"({'satisfied' if judged else 'not satisfied'}): paper mode takes "
+                                             "the judge's verdict as the step's label") from None
                 raise FeedbackError(410, f"the router no longer holds step {t} of request {shown!r} "
                                          "(too old, or lost in a restart): feedback not used") from None
             self._log("feedback", ev)
@@ -511,7 +515,7 @@ class RoutingService:
                     "model": self.zoo.names[who], "q": float(self.router.decision_queue())}
 
     def _apply_feedback(self, ev: dict, rec: list) -> int:
-        t, chosen, served, _, _, shat, _ = rec
+        t, chosen, served, _, _, shat, _, _ = rec
         f = ev["f"]
         rec[4] = bool(f)
         who = served if served is not None else chosen
@@ -553,6 +557,9 @@ class RoutingService:
             self.judge["failures"] += 1
             return
         self.judge["verdicts"] += 1
+        rec = self.requests.get(ev["rid"])
+        if rec is not None:
+            rec[7] = int(ev["verdict"])
         self.router.judge_verdict(ev["t"], int(ev["verdict"]))
 
     # -- state --------------------------------------------------------------------------
@@ -696,7 +703,7 @@ class RoutingService:
         if router.t != doc["t"]:
             raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
         self.router = router
-        self.requests = OrderedDict((row[0], (list(row[1:]) + [None])[:7]) for row in doc["requests"])
+        self.requests = OrderedDict((row[0], (list(row[1:]) + [None, None])[:8]) for row in doc["requests"])
         self.stats = [ModelStats(**s) for s in doc["stats"]]
         self.failed_requests = int(doc["failed_requests"])
         self.usage_rejected = int(doc.get("usage_rejected", 0))

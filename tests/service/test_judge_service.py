@@ -125,3 +125,23 @@ def test_the_zoo_judge_entry_is_validated():
                         ({"base_url": "http://h/v1", "model": "j", "api_key_env": "sk-pasted key"}, "NAME")):
         with pytest.raises(ZooError, match=needle):
             parse_zoo({"models": models, "judge": bad})
+
+
+@pytest.mark.parametrize("mode", ["paper", "guarded", "contextual"])
+def test_thumbs_after_a_judge_verdict(mode):
+    """Guarded and contextual take the user's thumbs after the judge's verdict; paper mode
+    has used the verdict as the step's label, and says so (not 'too old')."""
+    zoo = Zoo(make_zoo({n: type("B", (), {"url": "http://127.0.0.1:1"})() for n in ("small", "medium")},
+                       names=("small", "medium")).models,
+              JudgeEntry(base_url="http://127.0.0.1:1/v1", model="j"))
+    svc = RoutingService(zoo, ServiceConfig(alpha=0.8, mode=mode), encoder=HashingEncoder(16))
+    tks = [svc.route(f"q {i}") for i in range(5)]
+    for tk in tks:
+        svc.complete(tk, tk.model, None)
+    svc.judge_result(tks[2], 1)
+    if mode == "paper":
+        with pytest.raises(Exception) as e:
+            svc.feedback(tks[2].request_id, False)
+        assert e.value.status == 409 and "already labelled by the LLM judge" in str(e.value)
+    else:
+        assert svc.feedback(tks[2].request_id, False)["accepted"] is True
