@@ -528,12 +528,16 @@ class RoutingService:
         return who
 
     # -- judge ------------------------------------------------------------------------
-    def judge_wanted(self) -> bool:
-        """Whether this answered request goes to the judge (its budget; seeded)."""
+    def judge_wanted(self, request_id: str) -> bool:
+        """Whether this answered request goes to the judge: it has no thumbs (yet), and
+        the budget's seeded draw says yes."""
         j = self.zoo.judge
         if j is None:
             return False
         with self._lock:
+            rec = self.requests.get(request_id)
+            if rec is None or rec[4] is not None or rec[3] != "answered":
+                return False
             return self._judge_rng.random() < j.budget
 
     def judge_skipped(self) -> None:

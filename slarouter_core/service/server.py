@@ -148,6 +148,7 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
     async def lifespan(app: FastAPI):
         app.state.client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=512))
         app.state.judge_tasks = set()
+        app.state.closing = False
         stop = asyncio.Event()
 
         async def timer() -> None:
@@ -166,6 +167,7 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
             yield
         finally:
             stop.set()
+            app.state.closing = True
             if task is not None:
                 await task
             pending = list(app.state.judge_tasks)
@@ -194,13 +196,21 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
                 CHOSEN_HEADER: service.zoo.names[ticket.model]}
 
     def _judge(ticket: Ticket, answer: str) -> None:
-        """Judge an answered request in the background (budget and concurrency bounded)."""
-        if judge_client is None or not service.judge_wanted():
+        """Judge an answered request in the background, ``delay_s`` after the reply (so
+        that thumbs given by then win), within the budget and the concurrency bound."""
+        if judge_client is None:
             return
         tasks: set = app.state.judge_tasks
-        if len(tasks) >= service.zoo.judge.max_concurrent:
-            service.judge_skipped()
-            return
+
+        def start() -> None:
+            if app.state.closing or not service.judge_wanted(ticket.request_id):
+                return
+            if len(tasks) >= service.zoo.judge.max_concurrent:
+                service.judge_skipped()
+                return
+            t = asyncio.create_task(run())
+            tasks.add(t)
+            t.add_done_callback(tasks.discard)
 
         async def run() -> None:
             try:
@@ -211,9 +221,11 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
                 return
             service.judge_result(ticket, res.label, res.prompt_tokens, res.completion_tokens)
 
-        t = asyncio.create_task(run())
-        tasks.add(t)
-        t.add_done_callback(tasks.discard)
+        delay = service.zoo.judge.delay_s
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, start)
+        else:
+            start()
 
     async def _open(client: httpx.AsyncClient, idx: int, body: dict, stream: bool) -> httpx.Response:
         m = service.zoo.models[idx]

@@ -21,7 +21,8 @@ a budget; a failed call only means no label)::
 base_url = "http://127.0.0.1:9009/v1"  # OpenAI-compatible
 model = "judge-model"
 api_key_env = "JUDGE_API_KEY"          # optional
-budget = 1.0                           # share of answered requests sent to the judge
+budget = 1.0                           # share of answered requests without thumbs sent to the judge
+delay_s = 0                            # wait this long after the reply (thumbs given by then win)
 max_concurrent = 4                     # judge calls in flight at most (more are skipped)
 price_per_request = 0.0                # optional prices, counted in the service's cost
 price_per_1k_input = 0.0
@@ -54,7 +55,7 @@ _FIELDS = {"name", "base_url", "model", "api_key_env", "price_per_1k_input", "pr
            "price_per_request", "timeout_s", "expected_output_tokens"}
 
 
-_JUDGE_FIELDS = {"base_url", "model", "api_key_env", "budget", "max_concurrent", "price_per_request",
+_JUDGE_FIELDS = {"base_url", "model", "api_key_env", "budget", "delay_s", "max_concurrent", "price_per_request",
                  "price_per_1k_input", "price_per_1k_output", "timeout_s"}
 
 
@@ -149,6 +150,7 @@ class JudgeEntry:
     model: str
     api_key_env: str | None = None
     budget: float = 1.0
+    delay_s: float = 0.0
     max_concurrent: int = 4
     price_per_request: float = 0.0
     price_per_1k_input: float = 0.0
@@ -163,6 +165,10 @@ class JudgeEntry:
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0.0 <= b <= 1.0:
             raise ValueError(f"budget must be a share in [0, 1], got {b!r}")
         object.__setattr__(self, "budget", float(b))
+        d = self.delay_s
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0.0 <= d <= 3600.0:
+            raise ValueError(f"delay_s must be a number of seconds in [0, 3600], got {d!r}")
+        object.__setattr__(self, "delay_s", float(d))
         mc = self.max_concurrent
         if isinstance(mc, bool) or not isinstance(mc, int) or not 1 <= mc <= 256:
             raise ValueError(f"max_concurrent must be an integer in [1, 256], got {mc!r}")
@@ -184,7 +190,7 @@ class JudgeEntry:
 
     def public(self) -> dict:
         return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-                "budget": self.budget, "max_concurrent": self.max_concurrent}
+                "budget": self.budget, "delay_s": self.delay_s, "max_concurrent": self.max_concurrent}
 
 
 @dataclass(frozen=True)

@@ -145,3 +145,17 @@ def test_thumbs_after_a_judge_verdict(mode):
         assert e.value.status == 409 and "already labelled by the LLM judge" in str(e.value)
     else:
         assert svc.feedback(tks[2].request_id, False)["accepted"] is True
+
+
+def test_thumbs_given_within_the_delay_win_over_the_judge(running, backends):
+    with FakeJudge(label=0) as judge:
+        svc = running(judged_zoo(backends, judge.url, delay_s=0.4), mode="paper")
+        ids = [svc.http.post("/v1/chat/completions",
+                             json={"messages": [{"role": "user", "content": f"q{i}"}]}).json()["id"] for i in range(4)]
+        for rid in ids[:2]:  # thumbs for two of them, quickly
+            assert svc.http.post("/v1/feedback", json={"request_id": rid, "satisfied": True}).status_code == 200
+        assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["calls"] == 2)
+        time.sleep(0.6)
+        st = svc.http.get("/v1/state").json()
+        assert st["judge"]["calls"] == 2 and len(judge.calls) == 2  # only the two without thumbs
+        assert st["feedback"]["satisfied"] == 2
