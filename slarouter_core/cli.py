@@ -255,18 +255,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .service.auth import MASTER_KEY_ENV, ApiKeys
     from .service.core import RoutingService, ServiceConfig
     from .service.server import serve
     from .service.zoo import load_zoo
 
     zoo = load_zoo(args.zoo)
     zoo.check_environment()
+    keys = ApiKeys.load(args.api_keys_file)
+    if keys is None and not args.no_auth:
+        raise ValueError(f"no API keys: set {MASTER_KEY_ENV} or give --api-keys-file (one key per line); "
+                         "--no-auth serves without keys (only where nobody else can reach the port)")
     config = ServiceConfig(alpha=args.alpha, mode=args.mode, encoder=args.encoder, state_dir=args.state_dir,
-                           checkpoint_every_s=args.checkpoint_every, seed=args.seed, instance=args.instance)
+                           checkpoint_every_s=args.checkpoint_every, seed=args.seed, instance=args.instance,
+                           max_body_bytes=args.max_body_bytes, encoder_runtime=args.encoder_runtime,
+                           encoder_threads=args.threads, embed_wait_ms=args.embed_wait_ms)
     service = RoutingService(zoo, config)
     print(f"routing over {', '.join(zoo.names)} (cheapest first) at alpha {config.alpha}, mode {config.mode}; "
-          f"state in {config.state_dir}" + (" (restored)" if service.restored else ""), file=sys.stderr)
-    serve(service, host=args.host, port=args.port, torch_threads=args.threads)
+          f"state in {config.state_dir}" + (f" (restored, {service.replayed} journal events replayed)"
+                                            if service.restored else "")
+          + ("; NO AUTHENTICATION" if keys is None else f"; {len(keys.digests)} API key(s)"), file=sys.stderr)
+    serve(service, host=args.host, port=args.port, torch_threads=args.threads, api_keys=keys)
     return 0
 
 
@@ -397,7 +406,17 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints (default 30)")
     srv.add_argument("--seed", type=int, default=0)
     srv.add_argument("--instance", default="slr", help="request-id prefix of this replica (default slr)")
-    srv.add_argument("--threads", type=int, default=1, help="torch threads for the encoder (default 1)")
+    srv.add_argument("--threads", type=int, default=1, help="torch / ONNX Runtime threads for the encoder (default 1)")
+    srv.add_argument("--api-keys-file", default=None,
+                     help="file of accepted API keys, one per line (also: env SLAROUTER_MASTER_KEY)")
+    srv.add_argument("--encoder-runtime", default="onnx", choices=["onnx", "torchscript", "eager"],
+                     help="per-request encoder forward (default onnx, exported once to the cache; torch if "
+                          "ONNX Runtime cannot run it)")
+    srv.add_argument("--embed-wait-ms", type=float, default=2.0,
+                     help="how long the embedding batch waits for chats on their way (default 2 ms)")
+    srv.add_argument("--no-auth", action="store_true", help="serve without API keys (local use only)")
+    srv.add_argument("--max-body-bytes", type=int, default=1_000_000,
+                     help="largest request body in bytes (default 1,000,000; 413 beyond)")
     srv.set_defaults(func=cmd_serve)
     return p
 

@@ -9,20 +9,18 @@
 * :class:`JudgeClient` -- any OpenAI-compatible ``/chat/completions`` endpoint, prompted
   with the paper's template (Listing 1) and parsed for ``{"label": 0|1}``. The API key is
   read from an environment variable at call time and never stored, logged, shown in
-  ``repr`` or in error messages. Standard library only (``urllib``).
+  ``repr`` or in error messages. httpx for HTTP, tenacity for the retries.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import email.utils
-import http.client
 import json
 import math
 import os
 import re
-import socket
-import threading
 import time
 import urllib.parse
 from dataclasses import asdict, dataclass, field
@@ -143,19 +141,38 @@ def parse_label(text: str) -> int:
 
 
 @dataclass(frozen=True)
+class JudgeResult:
+    """One verdict and the token usage the judge reported (None if it reported none)."""
+
+    label: int
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Retryable(Exception):
+    """An attempt that failed in a way worth another try; ``wait`` is a Retry-After."""
+
+    def __init__(self, message: str, wait: float = 0.0):
+        super().__init__(message)
+        self.wait = wait
+
+
+@dataclass(frozen=True)
 class JudgeClient:
-    """Client for an OpenAI-compatible chat-completions endpoint.
+    """Client for an OpenAI-compatible chat-completions endpoint (httpx + tenacity).
 
     ``base_url`` like ``https://api.example.com/v1`` (``/chat/completions`` is appended).
     ``api_key_env`` names the environment variable holding the key (read on each call,
     never stored). ``timeout`` seconds for each whole attempt (connect, send, headers and
-    body together: a server trickling its answer cannot stretch it); ``deadline`` optional
-    seconds for the whole call, retries and waits included. ``retries`` extra attempts on
-    network errors, timeouts, broken replies, 429 and 5xx, with exponential ``backoff``;
-    a 429's ``Retry-After`` is honoured up to ``max_retry_after`` seconds (a longer one
-    fails at once). Redirects are not followed, except a 307/308 (which keeps the method)
-    to the same scheme, host and port: the key never goes to another origin. Credentials
-    written into ``base_url`` are redacted from ``repr`` and error messages.
+    body together, enforced by ``asyncio.timeout``: a server trickling its answer cannot
+    stretch it); ``deadline`` optional seconds for the whole call, retries and waits
+    included. ``retries`` extra attempts on network errors, timeouts, broken replies, 429
+    and 5xx, with exponential ``backoff``; a 429's ``Retry-After`` is honoured up to
+    ``max_retry_after`` seconds (a longer one fails at once). Redirects are not followed,
+    except a 307/308 (which keeps the method) to the same scheme, host and port: the key
+    never goes to another origin. Credentials written into ``base_url`` are redacted from
+    ``repr`` and error messages. :meth:`judge` is synchronous; :meth:`averdict` is the
+    same call for an event loop (the routing service), with the reported token usage.
     """
 
     base_url: str
@@ -203,71 +220,115 @@ class JudgeClient:
 
     def judge(self, question: str, response: str, choices: str | None = None) -> int:
         """1 if the judge deems ``response`` correct, else 0. Raises :class:`JudgeError`."""
-        body = {"model": self.model,
-                "messages": build_messages(question, response, choices, self.reasoning)}
+        coro = self.averdict(question, response, choices)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no event loop in this thread
+            return asyncio.run(coro).label
+        # called from inside an event loop (a notebook): run the call on a thread of its own
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, coro).result().label
+
+    async def averdict(self, question: str, response: str, choices: str | None = None,
+                       client: "httpx.AsyncClient | None" = None) -> JudgeResult:
+        """The verdict with its usage, in the caller's event loop (``client``: reuse one)."""
+        import httpx
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+        body = {"model": self.model, "messages": build_messages(question, response, choices, self.reasoning)}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         data = json.dumps(body).encode()
         shown = _redact(self.url)
         call_end = None if self.deadline is None else time.monotonic() + self.deadline
-        last = "no attempt made"
-        wait = 0.0
+        notes: list[str] = []
+
+        def wait(rs) -> float:  # exponential backoff, or the server's Retry-After if longer
+            exc = rs.outcome.exception()
+            return max(self.backoff * 2 ** (rs.attempt_number - 1), getattr(exc, "wait", 0.0))
+
+        def out_of_time(rs) -> bool:
+            if call_end is not None and time.monotonic() + rs.upcoming_sleep >= call_end:
+                notes.append(f"; the call's {self.deadline:g} s deadline left no time to retry")
+                return True
+            return False
+
+        own = client is None
+        http = client if client is not None else httpx.AsyncClient(follow_redirects=False)
         tried = 0
-        for attempt in range(self.retries + 1):
-            if attempt:
-                if call_end is not None and time.monotonic() + wait >= call_end:
-                    last += f"; the call's {self.deadline:g} s deadline left no time to retry"
+        try:
+            retrying = AsyncRetrying(stop=stop_after_attempt(self.retries + 1) | out_of_time, wait=wait,
+                                     retry=retry_if_exception_type(_Retryable), reraise=True)
+            async for attempt in retrying:
+                with attempt:
+                    tried += 1
+                    end = time.monotonic() + self.timeout
+                    if call_end is not None:
+                        end = min(end, call_end)
+                    return await self._attempt(http, data, shown, end)
+        except _Retryable as exc:
+            raise JudgeError(f"judge failed after {tried} attempt(s): {exc}{''.join(notes)}") from None
+        finally:
+            if own:
+                await http.aclose()
+        raise JudgeError("judge made no attempt")  # pragma: no cover - tenacity always tries once
+
+    async def _attempt(self, http, data: bytes, shown: str, end: float) -> JudgeResult:
+        """One attempt (redirects within the same origin included), done by ``end``."""
+        import httpx
+
+        headers = {"Content-Type": "application/json", **self.extra_headers}
+        key = self._key()
+        if key:
+            headers["Authorization"] = "Bearer " + key
+        url = self.url
+        try:
+            async with asyncio.timeout(max(0.0, end - time.monotonic())):
+                for _ in range(_MAX_REDIRECTS + 1):
+                    async with http.stream("POST", url, content=data, headers=headers,
+                                           timeout=httpx.Timeout(self.timeout)) as resp:
+                        raw = bytearray()
+                        async for chunk in resp.aiter_raw():
+                            raw += chunk
+                            if len(raw) > _MAX_BODY:
+                                raise _Retryable(f"broken reply from {shown}: larger than 16 MiB")
+                    where = resp.headers.get("Location")
+                    if resp.status_code in (307, 308) and where:
+                        target = urllib.parse.urljoin(url, where)
+                        if _origin(urllib.parse.urlsplit(target)) == _origin(urllib.parse.urlsplit(url)):
+                            url = target
+                            continue
                     break
-                time.sleep(wait)
-            wait = self.backoff * 2 ** attempt
-            tried += 1
-            headers = {"Content-Type": "application/json", **self.extra_headers}
-            key = self._key()
-            if key:
-                headers["Authorization"] = "Bearer " + key
-            end = time.monotonic() + self.timeout
-            if call_end is not None:
-                end = min(end, call_end)
-            try:
-                status, resp_headers, raw = _post(self.url, data, headers, end)
-            except _Timeout:
-                last = f"{shown} did not answer within {self.timeout:g} s"
-                continue
-            except http.client.HTTPException as exc:  # IncompleteRead, BadStatusLine, ...
-                last = f"broken reply from {shown}: {type(exc).__name__}"
-                continue
-            except (TimeoutError, OSError) as exc:
-                if isinstance(exc, TimeoutError) or "timed out" in str(exc):
-                    last = f"{shown} did not answer within {self.timeout:g} s"
                 else:
-                    last = f"cannot reach {shown}: {type(exc).__name__}"
-                continue
-            if 300 <= status < 400:
-                where = resp_headers.get("Location")
-                raise JudgeError(f"HTTP {status} from {shown} redirects to "
-                                 f"{_redact(urllib.parse.urljoin(self.url, where)) if where else 'nowhere'}: "
-                                 "not followed (a redirect must stay on the same scheme, host and port and "
-                                 "keep the method: 307 or 308); set base_url to the final address")
-            if status == 429 or status >= 500:
-                last = f"HTTP {status} from {shown}"
-                if status == 429:
-                    after = _retry_after(resp_headers.get("Retry-After"))
-                    if after is not None:
-                        if after > self.max_retry_after:
-                            raise JudgeError(f"{last}: Retry-After asks to wait {after:g} s, more than "
-                                             f"max_retry_after ({self.max_retry_after:g} s)")
-                        wait = max(wait, after)
-                continue
-            if status >= 400:
-                raise JudgeError(f"HTTP {status} from {shown}" + (" (check the API key)" if status in (401, 403) else ""))
-            if status != 200:
-                raise JudgeError(f"HTTP {status} from {shown}: expected 200 with a chat completion")
-            return parse_label(_content(raw))
-        raise JudgeError(f"judge failed after {tried} attempt(s): {last}")
-
-
-class _Timeout(Exception):
-    """One attempt ran past its deadline."""
+                    raise _Retryable(f"broken reply from {shown}: too many redirects")
+        except (TimeoutError, httpx.TimeoutException):
+            raise _Retryable(f"{shown} did not answer within {self.timeout:g} s") from None
+        except httpx.RemoteProtocolError as exc:
+            raise _Retryable(f"broken reply from {shown}: {_protocol_error(exc)}") from None
+        except httpx.HTTPError as exc:
+            raise _Retryable(f"cannot reach {shown}: {type(exc).__name__}") from None
+        status = resp.status_code
+        if 300 <= status < 400:
+            where = resp.headers.get("Location")
+            raise JudgeError(f"HTTP {status} from {shown} redirects to "
+                             f"{_redact(urllib.parse.urljoin(url, where)) if where else 'nowhere'}: "
+                             "not followed (a redirect must stay on the same scheme, host and port and "
+                             "keep the method: 307 or 308); set base_url to the final address")
+        if status == 429 or status >= 500:
+            last = f"HTTP {status} from {shown}"
+            after = _retry_after(resp.headers.get("Retry-After")) if status == 429 else None
+            if after is not None and after > self.max_retry_after:
+                raise JudgeError(f"{last}: Retry-After asks to wait {after:g} s, more than "
+                                 f"max_retry_after ({self.max_retry_after:g} s)")
+            raise _Retryable(last, after or 0.0)
+        if status >= 400:
+            raise JudgeError(f"HTTP {status} from {shown}" + (" (check the API key)" if status in (401, 403) else ""))
+        if status != 200:
+            raise JudgeError(f"HTTP {status} from {shown}: expected 200 with a chat completion")
+        content, usage = _content(bytes(raw))
+        return JudgeResult(parse_label(content), *usage)
 
 
 _MAX_REDIRECTS = 5
@@ -279,76 +340,14 @@ def _origin(parts: urllib.parse.SplitResult) -> tuple:
     return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
 
 
-def _post(url: str, data: bytes, headers: dict, end: float) -> tuple[int, http.client.HTTPMessage, bytes]:
-    """POST ``data``; (status, headers, body). Follows only 307/308 redirects to the same
-    origin (same method, same body). Everything, body included, must be done by the
-    monotonic time ``end``: a watchdog closes the socket at that moment, so neither a
-    silent nor a trickling server can hold the call longer."""
-    for _ in range(_MAX_REDIRECTS + 1):
-        parts = urllib.parse.urlsplit(url)
-        status, resp_headers, raw = _post_once(parts, data, headers, end)
-        where = resp_headers.get("Location")
-        if status in (307, 308) and where:
-            target = urllib.parse.urlsplit(urllib.parse.urljoin(url, where))
-            if _origin(target) == _origin(parts):
-                url = target.geturl()
-                continue
-        return status, resp_headers, raw
-    raise http.client.HTTPException("too many redirects")
-
-
-def _post_once(parts: urllib.parse.SplitResult, data: bytes, headers: dict,
-               end: float) -> tuple[int, http.client.HTTPMessage, bytes]:
-    remaining = end - time.monotonic()
-    if remaining <= 0:
-        raise _Timeout()
-    cls = http.client.HTTPSConnection if parts.scheme.lower() == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname, parts.port, timeout=remaining)
-    expired = threading.Event()
-
-    def kill() -> None:
-        expired.set()
-        sock = conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    timer = threading.Timer(remaining, kill)
-    timer.daemon = True
-    timer.start()
-    try:
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
-        conn.request("POST", path, body=data, headers=headers)
-        resp = conn.getresponse()
-        chunks, size = [], 0
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise _Timeout()
-            if conn.sock is not None:
-                conn.sock.settimeout(left)
-            b = resp.read1(65536)
-            if not b:
-                break
-            chunks.append(b)
-            size += len(b)
-            if size > _MAX_BODY:
-                raise http.client.HTTPException("reply larger than 16 MiB")
-        raw = b"".join(chunks)
-        if resp.length:  # the server promised more bytes than it sent
-            raise http.client.IncompleteRead(raw, resp.length)
-        return resp.status, resp.headers, raw
-    except (OSError, http.client.HTTPException, ValueError):
-        if expired.is_set():
-            raise _Timeout() from None
-        raise
-    finally:
-        timer.cancel()
-        conn.close()
+def _protocol_error(exc: Exception) -> str:
+    """A broken reply in the words of :mod:`http.client` (what users search for)."""
+    msg = str(exc).lower()
+    if "incomplete" in msg or "complete message body" in msg or "expected" in msg:
+        return "IncompleteRead"
+    if "without sending" in msg or "disconnected" in msg:
+        return "RemoteDisconnected"
+    return f"BadStatusLine ({str(exc)[:80]})"
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -386,7 +385,8 @@ def _redact(url: str) -> str:
         return "<unparseable url>"
 
 
-def _content(raw: bytes) -> str:
+def _content(raw: bytes) -> tuple[str, tuple[int | None, int | None]]:
+    """The answer's text and its (prompt, completion) token usage (None where not given)."""
     try:
         obj = json.loads(raw)
         content = obj["choices"][0]["message"]["content"]
@@ -394,4 +394,9 @@ def _content(raw: bytes) -> str:
         raise JudgeError("endpoint answer is not an OpenAI-style chat completion") from None
     if not isinstance(content, str):
         raise JudgeError("chat completion has no text content")
-    return content
+    usage = obj.get("usage") if isinstance(obj, dict) else None
+    counts = []
+    for k in ("prompt_tokens", "completion_tokens"):
+        v = usage.get(k) if isinstance(usage, dict) else None
+        counts.append(v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9 else None)
+    return content, (counts[0], counts[1])

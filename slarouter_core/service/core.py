@@ -7,14 +7,28 @@ outside it) and the backend call happens after the lock is released. Thumbs that
 later go to :meth:`SLARouter.late_feedback` under the same lock. The service keeps its own
 map request id -> router step ``t`` (saved as JSON next to the router's safetensors
 checkpoint), so feedback can find its step after a restart.
+
+Durability: every state change (decision, answer, failure, thumbs, judge verdict) is an
+event appended to the SQLite journal (:mod:`.journal`) under the same lock, before the
+reply that reports it; a restart loads the checkpoint and replays the events after it
+(decisions are re-made from the journaled embedding and costs: the router is
+deterministic given its state, and the replay checks that it chose the same model).
+
+Isolation: backend usage is validated (bad figures are ignored and logged; the cost falls
+back to the estimate), cost estimates are always finite and >= 0, one text that the
+encoder rejects fails only its own request, and a checkpoint with negative or non-finite
+accounting is refused.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import math
 import os
 import queue
+import random
 import threading
 import time
 import uuid
@@ -26,11 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from ..encoders import TextEncoder, get_encoder
+from ..encoders import TextEncoder
 from ..router import LATE_WINDOW, RouterConfig, SLARouter
 from ..validation import check_int, check_number
+from .journal import JOURNAL_FILE, Journal, private_file
+from .onnx_encoder import service_encoder
 from .zoo import Zoo
 
+log = logging.getLogger("slarouter.service")
+#: the router checkpoint of an old ledger that does not name its file
 ROUTER_FILE = "router.safetensors"
 LEDGER_FILE = "service.json"
 LEDGER_FORMAT = "slarouter-service-v1"
@@ -40,6 +58,11 @@ CHARS_PER_TOKEN = 4.0
 Z90 = 1.2816
 #: most texts one embedding batch takes from the waiting requests
 MAX_EMBED_BATCH = 32
+#: characters of a prompt that are embedded: the encoder truncates at 256 tokens anyway,
+#: and this bounds the tokenizer's work on a huge prompt
+MAX_EMBED_CHARS = 8192
+#: largest token count a backend may report (more is a broken figure)
+MAX_USAGE_TOKENS = 100_000_000
 
 
 class FeedbackError(Exception):
@@ -62,10 +85,28 @@ class ServiceConfig:
     seed: int = 0
     instance: str = "slr"
     history: int = 20_000
+    #: largest request body in bytes (413 beyond)
+    max_body_bytes: int = 1_000_000
+    #: consecutive failures that open a model's circuit, and how long it then stays open
+    breaker_failures: int = 3
+    breaker_cooldown_s: float = 30.0
+    #: how long the embedding worker waits for more texts while other chats are on their way
+    embed_wait_ms: float = 2.0
+    #: the per-request forward of a transformer encoder: onnx (torch where it cannot), torchscript, eager
+    encoder_runtime: str = "onnx"
+    #: intra-op threads of the ONNX Runtime session
+    encoder_threads: int = 1
 
     def __post_init__(self) -> None:
         self.router_config()  # alpha and mode are validated by RouterConfig
         check_number("checkpoint_every_s", self.checkpoint_every_s, low=0.0, low_open=True)
+        check_int("max_body_bytes", self.max_body_bytes, low=1024)
+        check_int("breaker_failures", self.breaker_failures, low=1)
+        check_number("breaker_cooldown_s", self.breaker_cooldown_s, low=0.0)
+        check_number("embed_wait_ms", self.embed_wait_ms, low=0.0, high=100.0)
+        if self.encoder_runtime not in ("onnx", "torchscript", "eager"):
+            raise ValueError(f"encoder_runtime must be onnx, torchscript or eager, got {self.encoder_runtime!r}")
+        check_int("encoder_threads", self.encoder_threads, low=1)
         if not isinstance(self.instance, str) or not self.instance.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"instance must be letters, digits, '-' or '_', got {self.instance!r}")
         check_int("seed", self.seed, low=0)
@@ -84,6 +125,8 @@ class Ticket:
     model: int
     explored: bool
     order: tuple[int, ...]
+    est_costs: tuple[float, ...] = ()
+    text: str = ""
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -100,6 +143,47 @@ class ModelStats:
     thumbs_down: int = 0
 
 
+@dataclass
+class Breaker:
+    """A model's circuit: ``failures`` in a row; open (skipped) until ``open_until``."""
+
+    failures: int = 0
+    open_until: float = 0.0
+    opened: int = 0
+
+    def is_open(self, now: float) -> bool:
+        return now < self.open_until
+
+
+def clean_usage(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a backend's ``usage``, or None if it is missing or
+    not two integers in [0, MAX_USAGE_TOKENS] (a broken figure must not reach the router)."""
+    if not isinstance(usage, dict):
+        return None
+    out = []
+    for k in ("prompt_tokens", "completion_tokens"):
+        v = usage.get(k, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_USAGE_TOKENS:
+            return None
+        out.append(v)
+    return out[0], out[1]
+
+
+def embeddable(text: str) -> str:
+    """The part of a prompt the encoder sees: at most MAX_EMBED_CHARS characters, lone
+    surrogates (valid JSON, not valid Unicode text) replaced so the tokenizer takes it."""
+    t = text[:MAX_EMBED_CHARS]
+    return t.encode("utf-8", "replace").decode("utf-8")
+
+
+def _b64(x: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(x, np.float32).tobytes()).decode()
+
+
+def _unb64(s: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(s), np.float32).copy()
+
+
 def wilson_lower(pos: float, n: float, z: float = Z90) -> float:
     """One-sided Wilson lower bound of a proportion (NaN without data)."""
     if n <= 0:
@@ -110,32 +194,44 @@ def wilson_lower(pos: float, n: float, z: float = Z90) -> float:
 
 
 class RoutingService:
-    """Router + encoder + accounting for one replica; thread-safe."""
+    """Router + encoder + accounting + journal for one replica; thread-safe."""
 
     def __init__(self, zoo: Zoo, config: ServiceConfig, encoder: TextEncoder | None = None):
         self.zoo = zoo
         self.config = config
-        # traced: the per-request forward without Python overhead (same vectors; see encoders)
-        self.encoder = encoder if encoder is not None else get_encoder(config.encoder, traced=True)
-        self._lock = threading.Lock()         # router, ledger and statistics
+        # onnx: the per-request forward in ONNX Runtime (torch traced where it is unavailable)
+        self.encoder = encoder if encoder is not None else service_encoder(config.encoder, config.encoder_runtime,
+                                                                               config.encoder_threads)
+        self._lock = threading.Lock()         # router, ledger, statistics and journal order
         self._embed_lock = threading.Lock()   # starts the one embedding thread (tokenizers are not thread-safe)
         self._embed_queue: queue.SimpleQueue = queue.SimpleQueue()
         self._embed_thread: threading.Thread | None = None
         self._io_lock = threading.Lock()      # one checkpoint writer at a time
+        #: chats between arrival and their embedding (the worker waits for them to batch)
+        self.incoming = 0
         M = len(zoo)
         self.stats = [ModelStats() for _ in range(M)]
-        #: id -> [t, chosen, served, status, feedback, predicted satisfaction of the chosen model]
+        self.breakers = [Breaker() for _ in range(M)]
+        #: id -> [t, chosen, served, status, feedback, predicted satisfaction, owner key id, judge verdict]
         self.requests: OrderedDict[str, list] = OrderedDict()
         self.failed_requests = 0
         self.plug_sum = 0.0            # sum over steps of (feedback if given else predicted)
         self.last_v = math.nan
+        self.usage_rejected = 0
+        self.judge = {"calls": 0, "verdicts": 0, "failures": 0, "skipped": 0, "cost": 0.0}
+        self._judge_rng = random.Random(config.seed)
         self.trace: deque = deque(maxlen=config.history)
         #: (embedding, decision under the lock, waiting for the lock) seconds, recent requests
         self.timings: deque = deque(maxlen=1000)
         self.started_at = time.time()
         self.restored = False
+        self.replayed = 0
         self.router = SLARouter(config.router_config(), n_models=M, dim=int(self.encoder.dim), seed=config.seed)
+        self.journal: Journal | None = None
         if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.state_dir, 0o700)
+            self.journal = Journal(self.state_dir / JOURNAL_FILE)
             self.restore()
 
     # -- paths ------------------------------------------------------------------------
@@ -143,40 +239,85 @@ class RoutingService:
     def state_dir(self) -> Path | None:
         return None if self.config.state_dir is None else Path(self.config.state_dir)
 
+    def _log(self, kind: str, body: dict) -> None:
+        """Journal one event (called under ``self._lock``, so the journal's order is the router's)."""
+        if self.journal is not None:
+            self.journal.append(kind, body)
+
     # -- routing ----------------------------------------------------------------------
     def embed(self, text: str) -> np.ndarray:
         """The request's embedding. Concurrent requests are encoded together: one worker
-        thread takes every text waiting (up to ``MAX_EMBED_BATCH``) as one batch, which
-        keeps a single request's latency and multiplies throughput under load."""
+        thread takes every text waiting (up to ``MAX_EMBED_BATCH``, waiting up to
+        ``embed_wait_ms`` while more chats are on their way) as one batch, which keeps a
+        single request's latency and multiplies throughput under load. A text the
+        encoder rejects fails only its own request."""
         fut: Future = Future()
-        self._embed_queue.put((text, fut))
+        self._submit(text, fut.set_result, fut.set_exception)
+        return fut.result()
+
+    async def aembed(self, text: str) -> np.ndarray:
+        """:meth:`embed` for an event loop: the loop waits, no thread is held."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def ok(x):
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(x))
+
+        def bad(e):
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_exception(e))
+
+        self._submit(text, ok, bad)
+        return await fut
+
+    def _submit(self, text: str, ok, bad) -> None:
+        self._embed_queue.put((embeddable(text), ok, bad))
         with self._embed_lock:
             if self._embed_thread is None:
                 self._embed_thread = threading.Thread(target=self._embed_worker, name="slarouter-embed",
                                                       daemon=True)
                 self._embed_thread.start()
-        return fut.result()
 
     def _embed_worker(self) -> None:
+        wait = self.config.embed_wait_ms / 1000.0
         while True:
             items = [self._embed_queue.get()]
+            deadline = time.perf_counter() + wait
             while len(items) < MAX_EMBED_BATCH:
                 try:
                     items.append(self._embed_queue.get_nowait())
+                    continue
+                except queue.Empty:
+                    pass
+                left = deadline - time.perf_counter()
+                if left <= 0 or self.incoming <= len(items):  # nobody else is coming
+                    break
+                try:
+                    items.append(self._embed_queue.get(timeout=left))
                 except queue.Empty:
                     break
             try:
-                X = np.asarray(self.encoder.encode([t for t, _ in items]), np.float32)
-            except Exception as exc:  # every waiting request gets the error
-                for _, fut in items:
-                    fut.set_exception(exc)
+                X = np.asarray(self.encoder.encode([t for t, _, _ in items]), np.float32)
+            except Exception as exc:  # noqa: BLE001 - find the culprit: each text alone
+                if len(items) == 1:
+                    items[0][2](exc)
+                    continue
+                for text, ok, bad in items:
+                    try:
+                        x = np.asarray(self.encoder.encode([text]), np.float32)[0]
+                    except Exception as one:  # noqa: BLE001
+                        bad(one)
+                        continue
+                    ok(x)
                 continue
-            for (_, fut), x in zip(items, X):
-                fut.set_result(x)
+            for (_, ok, _), x in zip(items, X):
+                ok(x)
 
     def estimate_costs(self, prompt_chars: int, max_tokens: int | None = None) -> np.ndarray:
         """Expected price of this request on each model: the prompt's estimated tokens and
-        the model's mean reported completion length (its prior until it reports usage)."""
+        the model's mean reported completion length (its prior until it reports usage).
+        Always finite and >= 0."""
         pt = prompt_chars / CHARS_PER_TOKEN
         out = np.empty(len(self.zoo))
         for j, (m, s) in enumerate(zip(self.zoo.models, self.stats)):
@@ -184,71 +325,143 @@ class RoutingService:
             if max_tokens is not None:
                 ct = min(ct, float(max_tokens))
             out[j] = m.price(pt, ct)
-        return out
+        return np.clip(np.nan_to_num(out, nan=0.0, posinf=1e12), 0.0, 1e12)
 
-    def route(self, text: str, prompt_chars: int | None = None, max_tokens: int | None = None) -> Ticket:
-        """Embed (outside the router lock), then decide and observe(None) under it."""
+    def _told_costs(self, costs: np.ndarray, now: float) -> np.ndarray:
+        """What the router is told: a model whose circuit is open costs far more than any
+        other, so the router avoids it unless nothing else can keep the SLA."""
+        open_ = [j for j, b in enumerate(self.breakers) if b.is_open(now)]
+        if not open_ or len(open_) == len(costs):
+            return costs
+        c = costs.copy()
+        c[open_] = 1000.0 * max(float(costs.max()), 1e-6)
+        return c
+
+    def _order(self, d, now: float) -> tuple[int, ...]:
+        """Failover order: the chosen model, then the others in the router's order of
+        preference (its objective, lowest first); open circuits last."""
+        scores = np.asarray(d.scores, np.float64)
+        if not np.all(np.isfinite(scores)):
+            scores = np.asarray(d.costs, np.float64)
+        rest = [int(j) for j in np.argsort(scores, kind="stable") if j != d.model]
+        order = [d.model] + rest
+        return tuple(sorted(order, key=lambda j: self.breakers[j].is_open(now)))
+
+    def route(self, text: str, prompt_chars: int | None = None, max_tokens: int | None = None,
+              owner: str | None = None) -> Ticket:
+        """Embed (outside the router lock), then decide, observe(None) and journal under it."""
         t0 = time.perf_counter()
         x = self.embed(text)
+        return self._decide(x, text, prompt_chars, max_tokens, owner, time.perf_counter() - t0)
+
+    async def aroute(self, text: str, prompt_chars: int | None = None, max_tokens: int | None = None,
+                     owner: str | None = None) -> Ticket:
+        """:meth:`route` for an event loop (the HTTP layer): the embedding is awaited, and
+        the decision (well under a millisecond) runs in the loop, with no thread hop."""
+        t0 = time.perf_counter()
+        x = await self.aembed(text)
+        return self._decide(x, text, prompt_chars, max_tokens, owner, time.perf_counter() - t0)
+
+    def _decide(self, x: np.ndarray, text: str, prompt_chars: int | None, max_tokens: int | None,
+                owner: str | None, embed_s: float) -> Ticket:
         t1 = time.perf_counter()
         costs = self.estimate_costs(len(text) if prompt_chars is None else prompt_chars, max_tokens)
         rid = f"{self.config.instance}-{uuid.uuid4().hex}"
+        now = time.monotonic()
         with self._lock:
             t2 = time.perf_counter()
-            r = self.router
-            d = r.decide(x, costs)
-            r.observe(d, None)
-            m = d.model
-            self.stats[m].chosen += 1
-            shat = float(d.shat[m])
-            self.requests[rid] = [d.t, m, None, "routing", None, shat]
-            while len(self.requests) > LATE_WINDOW:
-                self.requests.popitem(last=False)
-            self.plug_sum += shat
-            self.last_v = float(d.v)
-            self.trace.append({"t": d.t, "model": m, "served": None, "explored": bool(d.explored),
-                               "q": float(r.decision_queue()), "v": float(d.v), "shat": shat,
-                               "est_costs": [float(c) for c in costs], "cost": None, "feedback": None,
-                               "failed": False, "retried": False})
-            self.timings.append((t1 - t0, time.perf_counter() - t2, t2 - t1))
-        M = len(self.zoo)
-        return Ticket(rid, d.t, m, bool(d.explored), (m, (m + 1) % M))
+            told = self._told_costs(costs, now)
+            d = self.router.decide(x, told)
+            self.router.observe(d, None)
+            self._log("route", {"rid": rid, "t": d.t, "model": d.model, "x": _b64(x),
+                                "costs": [float(c) for c in told], "owner": owner})
+            self._apply_route(rid, d, owner)
+            self.timings.append((embed_s, time.perf_counter() - t2, t2 - t1))
+            order = self._order(d, now)
+        return Ticket(rid, d.t, d.model, bool(d.explored), order, tuple(float(c) for c in costs), text)
+
+    def _apply_route(self, rid: str, d, owner: str | None) -> None:
+        m = d.model
+        self.stats[m].chosen += 1
+        shat = float(d.shat[m]) if math.isfinite(float(d.shat[m])) else 0.0
+        self.requests[rid] = [d.t, m, None, "routing", None, shat, owner, None]
+        while len(self.requests) > LATE_WINDOW:
+            self.requests.popitem(last=False)
+        self.plug_sum += shat
+        self.last_v = float(d.v)
+        self.trace.append({"t": d.t, "model": m, "served": None, "explored": bool(d.explored),
+                           "q": float(self.router.decision_queue()), "v": float(d.v), "shat": shat,
+                           "est_costs": [float(c) for c in d.costs], "cost": None, "feedback": None,
+                           "failed": False, "retried": False})
+
+    def open_circuits(self) -> list[str]:
+        now = time.monotonic()
+        return [n for n, b in zip(self.zoo.names, self.breakers) if b.is_open(now)]
 
     def record_failure(self, ticket: Ticket, model: int) -> None:
+        """A backend failure (not a client error, not a client disconnect)."""
         with self._lock:
             self.stats[model].failures += 1
+            b = self.breakers[model]
+            b.failures += 1
+            if b.failures >= self.config.breaker_failures:
+                if not b.is_open(time.monotonic()):
+                    b.opened += 1
+                    log.warning("circuit of %s open for %.0f s after %d failures in a row",
+                                self.zoo.names[model], self.config.breaker_cooldown_s, b.failures)
+                b.open_until = time.monotonic() + self.config.breaker_cooldown_s
+            self._log("failure", {"model": model})
 
-    def complete(self, ticket: Ticket, served: int, usage: dict | None) -> float | None:
-        """The request was answered by ``served``; its cost from the reported usage."""
-        cost = None
+    def complete(self, ticket: Ticket, served: int, usage: Any) -> float:
+        """The request was answered by ``served``; its cost from the reported usage (or,
+        if the usage is missing or broken, the estimate made when routing)."""
+        clean = clean_usage(usage)
+        if clean is None and usage is not None:
+            log.warning("ignoring a broken usage report from %s: %.200r", self.zoo.names[served], usage)
         with self._lock:
-            s = self.stats[served]
-            s.served += 1
-            if usage:
-                pt = int(usage.get("prompt_tokens") or 0)
-                ct = int(usage.get("completion_tokens") or 0)
-                cost = self.zoo.models[served].price(pt, ct)
-                s.prompt_tokens += pt
-                s.completion_tokens += ct
-                s.usage_reports += 1
-                s.cost += cost
-            elif self.zoo.models[served].price_per_request:
+            self.breakers[served].failures = 0
+            if clean is not None:
+                cost = self.zoo.models[served].price(*clean)
+            elif ticket.est_costs:
+                cost = ticket.est_costs[served]
+            else:
                 cost = self.zoo.models[served].price_per_request
-                s.cost += cost
-            rec = self.requests.get(ticket.request_id)
-            if rec is not None:
-                rec[2], rec[3] = served, "answered"
-            self._trace_update(ticket.t, served=served, cost=cost, retried=served != ticket.model)
+            cost = float(cost) if math.isfinite(cost) and cost >= 0 else 0.0
+            ev = {"rid": ticket.request_id, "t": ticket.t, "served": served, "usage": clean, "cost": cost,
+                  "chosen": ticket.model, "broken_usage": clean is None and usage is not None}
+            self._log("complete", ev)
+            self._apply_complete(ev)
         return cost
+
+    def _apply_complete(self, ev: dict) -> None:
+        s = self.stats[ev["served"]]
+        s.served += 1
+        if ev["usage"] is not None:
+            pt, ct = ev["usage"]
+            s.prompt_tokens += pt
+            s.completion_tokens += ct
+            s.usage_reports += 1
+        if ev.get("broken_usage"):
+            self.usage_rejected += 1
+        s.cost += ev["cost"]
+        rec = self.requests.get(ev["rid"])
+        if rec is not None:
+            rec[2], rec[3] = ev["served"], "answered"
+        self._trace_update(ev["t"], served=ev["served"], cost=ev["cost"], retried=ev["served"] != ev["chosen"])
 
     def fail(self, ticket: Ticket) -> None:
         """No backend answered."""
         with self._lock:
-            self.failed_requests += 1
-            rec = self.requests.get(ticket.request_id)
-            if rec is not None:
-                rec[3] = "failed"
-            self._trace_update(ticket.t, failed=True)
+            ev = {"rid": ticket.request_id, "t": ticket.t}
+            self._log("fail", ev)
+            self._apply_fail(ev)
+
+    def _apply_fail(self, ev: dict) -> None:
+        self.failed_requests += 1
+        rec = self.requests.get(ev["rid"])
+        if rec is not None:
+            rec[3] = "failed"
+        self._trace_update(ev["t"], failed=True)
 
     def _trace_update(self, t: int, **kw: Any) -> None:
         # recent rows are at the end; a row older than the history is simply not shown
@@ -260,40 +473,98 @@ class RoutingService:
                 return
 
     # -- feedback ---------------------------------------------------------------------
-    def feedback(self, request_id: str, satisfied: bool) -> dict:
-        """Thumbs for an earlier request (late, out of order, or never)."""
+    def feedback(self, request_id: str, satisfied: bool, owner: str | None = None) -> dict:
+        """Thumbs for an earlier request (late, out of order, or never), from the API key
+        that made it."""
         if not isinstance(request_id, str) or not request_id:
             raise FeedbackError(422, "request_id must be a non-empty string")
         if not isinstance(satisfied, bool):
             raise FeedbackError(422, "satisfied must be true or false")
         with self._lock:
             rec = self.requests.get(request_id)
+            shown = request_id if len(request_id) <= 80 else request_id[:80] + "..."
             if rec is None:
-                raise FeedbackError(404, f"unknown request_id {request_id!r} (never served here, or older than "
+                raise FeedbackError(404, f"unknown request_id {shown!r} (never served here, or older than "
                                          f"the last {LATE_WINDOW:,} requests)")
-            t, chosen, served, status, given, shat = rec
+            t, chosen, served, status, given, shat, made_by, judged = rec
+            if made_by is not None and owner != made_by:
+                raise FeedbackError(403, f"request {shown!r} was made with another API key: only that key "
+                                         "may give its feedback")
             if given is not None:
-                raise FeedbackError(409, f"feedback for {request_id!r} was already given "
+                raise FeedbackError(409, f"feedback for {shown!r} was already given "
                                          f"({'satisfied' if given else 'not satisfied'})")
             if status == "failed":
-                raise FeedbackError(409, f"request {request_id!r} failed on every backend: nothing was served "
+                raise FeedbackError(409, f"request {shown!r} failed on every backend: nothing was served "
                                          "to give feedback on")
-            f = int(satisfied)
+            if status == "routing":
+                raise FeedbackError(409, f"request {shown!r} is still being answered: give feedback "
+                                         "after the answer")
+            ev = {"rid": request_id, "f": int(satisfied)}
             try:
-                self.router.late_feedback(t, f)
+                self.router.late_feedback(t, int(satisfied))
             except KeyError:
-                raise FeedbackError(410, f"the router no longer holds step {t} of request {request_id!r} "
+                if judged is not None and self.router.judge_use == "label":
+                    raise FeedbackError(409, f"request {shown!r} was already labelled by the LLM judge "
+                                             f"({'satisfied' if judged else 'not satisfied'}): paper mode takes "
+                                             "the judge's verdict as the step's label") from None
+                raise FeedbackError(410, f"the router no longer holds step {t} of request {shown!r} "
                                          "(too old, or lost in a restart): feedback not used") from None
-            rec[4] = bool(satisfied)
-            who = served if served is not None else chosen
-            if satisfied:
-                self.stats[who].thumbs_up += 1
-            else:
-                self.stats[who].thumbs_down += 1
-            self.plug_sum += f - shat
-            self._trace_update(t, feedback=f)
+            self._log("feedback", ev)
+            who = self._apply_feedback(ev, rec)
             return {"request_id": request_id, "accepted": True, "t": t,
                     "model": self.zoo.names[who], "q": float(self.router.decision_queue())}
+
+    def _apply_feedback(self, ev: dict, rec: list) -> int:
+        t, chosen, served, _, _, shat, _, _ = rec
+        f = ev["f"]
+        rec[4] = bool(f)
+        who = served if served is not None else chosen
+        if f:
+            self.stats[who].thumbs_up += 1
+        else:
+            self.stats[who].thumbs_down += 1
+        self.plug_sum += f - shat
+        self._trace_update(t, feedback=f)
+        return who
+
+    # -- judge ------------------------------------------------------------------------
+    def judge_wanted(self, request_id: str) -> bool:
+        """Whether this answered request goes to the judge: it has no thumbs (yet), and
+        the budget's seeded draw says yes."""
+        j = self.zoo.judge
+        if j is None:
+            return False
+        with self._lock:
+            rec = self.requests.get(request_id)
+            if rec is None or rec[4] is not None or rec[3] != "answered":
+                return False
+            return self._judge_rng.random() < j.budget
+
+    def judge_skipped(self) -> None:
+        with self._lock:
+            self.judge["skipped"] += 1
+
+    def judge_result(self, ticket: Ticket, verdict: int | None, prompt_tokens: int | None = None,
+                     completion_tokens: int | None = None) -> None:
+        """A judge call ended: its verdict (None: it failed; no label) reaches the router."""
+        j = self.zoo.judge
+        cost = j.price(prompt_tokens or 0, completion_tokens or 0) if j is not None else 0.0
+        with self._lock:
+            ev = {"rid": ticket.request_id, "t": ticket.t, "verdict": verdict, "cost": float(cost)}
+            self._log("judge", ev)
+            self._apply_judge(ev)
+
+    def _apply_judge(self, ev: dict) -> None:
+        self.judge["calls"] += 1
+        self.judge["cost"] += ev["cost"]
+        if ev["verdict"] is None:
+            self.judge["failures"] += 1
+            return
+        self.judge["verdicts"] += 1
+        rec = self.requests.get(ev["rid"])
+        if rec is not None:
+            rec[7] = int(ev["verdict"])
+        self.router.judge_verdict(ev["t"], int(ev["verdict"]))
 
     # -- state --------------------------------------------------------------------------
     def _estimate(self) -> tuple[float, float, str]:
@@ -314,69 +585,98 @@ class RoutingService:
 
     def state(self, history: int = 0) -> dict:
         """Everything ``GET /v1/state`` shows (no API keys)."""
+        now = time.monotonic()
         with self._lock:
             r = self.router
             est, lcb, kind = self._estimate()
             up = sum(s.thumbs_up for s in self.stats)
             down = sum(s.thumbs_down for s in self.stats)
             rows = list(self.trace)[-history:] if history > 0 else []
+            model_cost = float(sum(s.cost for s in self.stats))
             out = {
                 "t": r.t, "alpha": r.config.alpha, "mode": r.config.mode,
                 "q": float(r.q), "decision_queue": float(r.decision_queue()),
                 "v": None if not math.isfinite(self.last_v) else self.last_v,
                 "encoder": self.encoder.spec, "instance": self.config.instance,
-                # traced: the fast per-request forward; otherwise why not (None: not a transformer)
+                # the per-request forward: "onnx", "torchscript" or "eager" (None: not a transformer)
+                "encoder_runtime": getattr(self.encoder, "runtime", None),
                 "encoder_traced": getattr(self.encoder, "traced_forward", None) is not None,
                 "encoder_trace_problem": getattr(self.encoder, "trace_problem", None),
-                "models": [{"name": m.name, "model": m.model, **s.__dict__}
-                           for m, s in zip(self.zoo.models, self.stats)],
-                "cost_total": float(sum(s.cost for s in self.stats)),
+                "models": [{"name": m.name, "model": m.model, **s.__dict__,
+                            "circuit_open": b.is_open(now), "circuit_opened": b.opened}
+                           for m, s, b in zip(self.zoo.models, self.stats, self.breakers)],
+                "cost_total": model_cost + float(self.judge["cost"]),
+                "cost_models": model_cost,
                 "requests_failed": self.failed_requests,
+                "usage_rejected": self.usage_rejected,
                 "feedback": {"satisfied": up, "unsatisfied": down,
                              "pending": sum(1 for v in self.requests.values() if v[4] is None and v[3] == "answered")},
                 "satisfaction": {"estimate": _num(est), "lower_bound": _num(lcb), "bound": kind,
                                  "sla_met": None if not math.isfinite(lcb) else bool(lcb >= r.config.alpha)},
+                "sla": r.sla_status(),
+                "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},
                 "timings_ms": _timings(self.timings),
-                "restored": self.restored, "uptime_s": time.time() - self.started_at,
+                "restored": self.restored, "replayed_events": self.replayed,
+                "uptime_s": time.time() - self.started_at,
                 "history": rows,
             }
         return json.loads(json.dumps(out))  # a deep copy, plain JSON types
 
     # -- checkpoints ------------------------------------------------------------------
     def checkpoint(self) -> Path | None:
-        """Router (safetensors) and ledger (JSON) to the state folder, atomically each."""
+        """Router (safetensors) and ledger (JSON), as one atomic step: the router goes to a
+        new file named by the ledger, and replacing the ledger is the commit; the journal
+        then drops the events the checkpoint holds. Files are 0600."""
         d = self.state_dir
         if d is None:
             return None
         d.mkdir(parents=True, exist_ok=True)
         with self._io_lock:
             with self._lock:
-                tmp_router = d / f".{ROUTER_FILE}.{os.getpid()}.tmp"
+                seq = self.journal.last_seq() if self.journal is not None else 0
+                router_name = f"router-{seq:012d}-{uuid.uuid4().hex[:8]}.safetensors"
+                tmp_router = d / f".{router_name}.tmp"
+                private_file(tmp_router)
                 self.router.save(tmp_router)
                 doc = {"format": LEDGER_FORMAT, "t": self.router.t, "zoo": list(self.zoo.names),
                        "encoder": self.encoder.spec, "dim": int(self.encoder.dim),
                        "mode": self.router.config.mode, "alpha": self.router.config.alpha,
+                       "router_file": router_name, "journal_seq": seq,
                        "requests": [[k, *v] for k, v in self.requests.items()],
                        "stats": [s.__dict__ for s in self.stats], "failed_requests": self.failed_requests,
+                       "usage_rejected": self.usage_rejected, "judge": dict(self.judge),
                        "plug_sum": self.plug_sum, "last_v": _num(self.last_v)}
-                payload = json.dumps(doc)
+                payload = json.dumps(doc, allow_nan=False)
+            os.replace(tmp_router, d / router_name)
             tmp_ledger = d / f".{LEDGER_FILE}.{os.getpid()}.tmp"
+            private_file(tmp_ledger)
             tmp_ledger.write_text(payload)
-            os.replace(tmp_router, d / ROUTER_FILE)
-            os.replace(tmp_ledger, d / LEDGER_FILE)
+            os.replace(tmp_ledger, d / LEDGER_FILE)  # the commit point
+            for old in d.glob("router*.safetensors"):
+                if old.name != router_name:
+                    old.unlink(missing_ok=True)
+            if self.journal is not None:
+                self.journal.truncate(seq)
         return d
 
     def restore(self) -> bool:
-        """Load the state folder's checkpoint if there is one (errors name the mismatch)."""
+        """Load the state folder's checkpoint if there is one (errors name the mismatch),
+        then replay the journal's events after it."""
         d = self.state_dir
-        rp, lp = d / ROUTER_FILE, d / LEDGER_FILE
-        if not rp.exists() and not lp.exists():
-            return False
-        if not (rp.exists() and lp.exists()):
-            raise ValueError(f"{d}: incomplete checkpoint (need both {ROUTER_FILE} and {LEDGER_FILE})")
+        lp = d / LEDGER_FILE
+        seq = 0
+        if lp.exists():
+            seq = self._load_checkpoint(d, lp)
+        elif (d / ROUTER_FILE).exists():
+            raise ValueError(f"{d}: incomplete checkpoint ({ROUTER_FILE} without {LEDGER_FILE})")
+        n = self._replay(seq)
+        self.restored = lp.exists() or n > 0
+        return self.restored
+
+    def _load_checkpoint(self, d: Path, lp: Path) -> int:
         try:
-            doc = json.loads(lp.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            doc = json.loads(lp.read_text(), parse_constant=_no_constant)
+        except (OSError, ValueError) as exc:
             raise ValueError(f"{lp}: not a service ledger ({exc})") from None
         if not isinstance(doc, dict) or doc.get("format") != LEDGER_FORMAT:
             raise ValueError(f"{lp}: not a service ledger (format {doc.get('format') if isinstance(doc, dict) else None!r})")
@@ -391,20 +691,69 @@ class RoutingService:
         if problems:
             raise ValueError(f"{d} holds a checkpoint made with other settings: " + "; ".join(problems)
                              + ". Start with the same settings or point --state-dir at a new folder.")
+        bad = [f"model {self.zoo.names[j] if j < len(self.zoo) else j} {k} = {v!r}"
+               for j, st in enumerate(doc["stats"]) for k, v in st.items()
+               if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0]
+        if not isinstance(doc.get("plug_sum"), (int, float)) or not math.isfinite(doc["plug_sum"]):
+            bad.append(f"plug_sum = {doc.get('plug_sum')!r}")
+        if bad:
+            raise ValueError(f"{lp}: refusing a checkpoint with negative or non-finite accounting ("
+                             + "; ".join(bad[:5]) + "). Restore an older copy of the state folder or start a "
+                             "new one.")
+        rp = d / doc.get("router_file", ROUTER_FILE)
+        if not rp.exists():
+            raise ValueError(f"{d}: incomplete checkpoint: the ledger names {rp.name}, which is missing")
         router = SLARouter.load(rp)
         if router.t != doc["t"]:
             raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
         self.router = router
-        self.requests = OrderedDict((row[0], list(row[1:])) for row in doc["requests"])
+        self.requests = OrderedDict((row[0], (list(row[1:]) + [None, None])[:8]) for row in doc["requests"])
+        self.stats = [ModelStats(**s) for s in doc["stats"]]
+        self.failed_requests = int(doc["failed_requests"])
+        self.usage_rejected = int(doc.get("usage_rejected", 0))
+        self.judge.update(doc.get("judge", {}))
+        self.plug_sum = float(doc["plug_sum"])
+        self.last_v = math.nan if doc["last_v"] is None else float(doc["last_v"])
+        return int(doc.get("journal_seq", 0))
+
+    def _replay(self, seq: int) -> int:
+        """Apply the journal's events after ``seq`` (what the last checkpoint misses)."""
+        n = 0
+        if self.journal is not None:
+            for _, kind, ev in self.journal.after(seq):
+                n += 1
+                if kind == "route":
+                    d = self.router.decide(_unb64(ev["x"]), np.asarray(ev["costs"], np.float64))
+                    self.router.observe(d, None)
+                    if d.t != ev["t"] or d.model != ev["model"]:
+                        log.warning("journal replay: step %d chose model %d, the journal says %d at step %d",
+                                    d.t, d.model, ev["model"], ev["t"])
+                    self._apply_route(ev["rid"], d, ev.get("owner"))
+                elif kind == "complete":
+                    self._apply_complete(ev)
+                elif kind == "fail":
+                    self._apply_fail(ev)
+                elif kind == "failure":
+                    self.stats[ev["model"]].failures += 1
+                elif kind == "feedback":
+                    rec = self.requests.get(ev["rid"])
+                    if rec is not None and rec[4] is None:
+                        try:
+                            self.router.late_feedback(rec[0], ev["f"])
+                        except KeyError:
+                            continue
+                        self._apply_feedback(ev, rec)
+                elif kind == "judge":
+                    self._apply_judge(ev)
         for rec in self.requests.values():
             if rec[3] == "routing":  # in flight when the service stopped: nothing was served
                 rec[3] = "failed"
-        self.stats = [ModelStats(**s) for s in doc["stats"]]
-        self.failed_requests = int(doc["failed_requests"])
-        self.plug_sum = float(doc["plug_sum"])
-        self.last_v = math.nan if doc["last_v"] is None else float(doc["last_v"])
-        self.restored = True
-        return True
+        self.replayed = n
+        return n
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _timings(rows) -> dict:

@@ -4,9 +4,11 @@
 
 It answers ``POST /v1/chat/completions`` (streaming or not) after ``latency_ms`` with a
 canned answer of ``completion_tokens`` words and reports token usage (prompt tokens =
-words in the messages). ``fail`` makes it answer HTTP 500 (``"error"``) or never answer
-(``"hang"``); ``POST /control {"fail": ...}`` changes that while it runs, and
-``GET /stats`` counts the calls. Listens on 127.0.0.1 only.
+words in the messages). ``fail`` makes it answer HTTP 500 (``"error"``), never answer
+(``"hang"``), or misbehave as real servers do (the other :data:`FAIL_MODES`: broken usage,
+a body that is not a chat completion, a stream that breaks off or stalls, a client error);
+``POST /control {"fail": ...}`` changes that while it runs, and ``GET /stats`` counts the
+calls. Listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import uuid
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-FAIL_MODES = ("none", "error", "hang")
+FAIL_MODES = ("none", "error", "hang", "negative_usage", "text_usage", "nan_usage", "list_body", "null_body",
+              "bad_bytes", "drop_stream", "hang_stream", "client_400", "client_429")
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,17 @@ def create_fake_app(spec: FakeSpec) -> FastAPI:
             await asyncio.sleep(3600)
         if spec.latency_ms:
             await asyncio.sleep(spec.latency_ms / 1000.0)
-        if state["fail"] == "error":
+        fail = state["fail"]
+        if fail == "error":
             return JSONResponse({"error": {"message": f"{spec.name} is failing on purpose"}}, status_code=500)
+        if fail == "client_400":
+            return JSONResponse({"error": {"message": "context length exceeded"}}, status_code=400)
+        if fail == "client_429":
+            return JSONResponse({"error": {"message": "rate limit reached"}}, status_code=429,
+                                headers={"Retry-After": "7"})
+        if fail in ("list_body", "null_body", "bad_bytes"):
+            raw = {"list_body": b"[1, 2]", "null_body": b"null", "bad_bytes": b'{"choices": [\xff\xfe]}'}[fail]
+            return Response(raw, media_type="application/json")
         msgs = body.get("messages") or []
         prompt = sum(len(str(m.get("content", "")).split()) for m in msgs if isinstance(m, dict))
         n = spec.completion_tokens
@@ -64,12 +76,21 @@ def create_fake_app(spec: FakeSpec) -> FastAPI:
             n = max(1, min(n, body["max_tokens"]))
         words = [f"{spec.name}"] + ["word"] * (n - 1)
         usage = {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n}
+        if fail == "negative_usage":
+            usage = {"prompt_tokens": -1000, "completion_tokens": -5000, "total_tokens": -6000}
+        elif fail == "text_usage":
+            usage = {"prompt_tokens": "many", "completion_tokens": "lots"}
         cid, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), body.get("model", spec.name)
         if not body.get("stream"):
-            return {"id": cid, "object": "chat.completion", "created": created, "model": model,
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": " ".join(words)}}],
-                    "usage": usage}
+            doc = {"id": cid, "object": "chat.completion", "created": created, "model": model,
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": " ".join(words)}}],
+                   "usage": usage}
+            if fail == "nan_usage":
+                return Response(json.dumps({**doc, "usage": {"prompt_tokens": float("nan"),
+                                                             "completion_tokens": 3}}).encode(),
+                                media_type="application/json")
+            return doc
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
         async def events():
@@ -77,6 +98,10 @@ def create_fake_app(spec: FakeSpec) -> FastAPI:
             for i, w in enumerate(words):
                 delta = {"role": "assistant", "content": w} if i == 0 else {"content": " " + w}
                 yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
+                if i == 1 and fail == "drop_stream":
+                    raise RuntimeError("the fake backend drops the stream on purpose")
+                if i == 1 and fail == "hang_stream":
+                    await asyncio.sleep(3600)
             yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]})}\n\n"
             if include_usage:
                 yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"

@@ -4,6 +4,7 @@ into the same headline and charts as the Live run page (no Streamlit here)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,14 +34,26 @@ def normalise_url(url: str) -> str:
     return u
 
 
-def fetch_state(url: str, history: int = MAX_POINTS, timeout: float = 3.0) -> dict:
-    """The service's state with its last ``history`` requests."""
+def _auth(api_key: str | None = None) -> dict[str, str]:
+    """The Authorization header for the service's key (``api_key`` or the environment)."""
+    key = api_key or os.environ.get("SLAROUTER_API_KEY") or os.environ.get("SLAROUTER_MASTER_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def fetch_state(url: str, history: int = MAX_POINTS, timeout: float = 3.0, api_key: str | None = None) -> dict:
+    """The service's state with its last ``history`` requests. ``api_key``: the service's
+    key (default: the environment variable ``SLAROUTER_API_KEY``, then
+    ``SLAROUTER_MASTER_KEY``, as on the machine that runs the service)."""
     base = normalise_url(url)
+    headers = _auth(api_key)
     try:
-        r = httpx.get(f"{base}/v1/state", params={"history": history}, timeout=timeout)
+        r = httpx.get(f"{base}/v1/state", params={"history": history}, timeout=timeout, headers=headers)
     except httpx.HTTPError as exc:
         raise ServiceUnreachable(f"no answer from {base} ({type(exc).__name__}); is `slarouter serve` running?") \
             from None
+    if r.status_code == 401:
+        raise ServiceUnreachable(f"{base} needs an API key: set SLAROUTER_API_KEY to one of its keys "
+                                 "before starting the dashboard")
     if r.status_code != 200:
         raise ServiceUnreachable(f"{base}/v1/state answered HTTP {r.status_code}: not a SLARouter service?")
     try:
@@ -154,7 +167,7 @@ class ServiceAnswer:
 def _post(url: str, path: str, payload: dict, timeout: float) -> dict:
     base = normalise_url(url)
     try:
-        r = httpx.post(f"{base}{path}", json=payload, timeout=timeout)
+        r = httpx.post(f"{base}{path}", json=payload, timeout=timeout, headers=_auth())
     except httpx.HTTPError as exc:
         raise ServiceUnreachable(f"no answer from {base} ({type(exc).__name__}); is `slarouter serve` running?") \
             from None

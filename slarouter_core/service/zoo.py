@@ -13,6 +13,23 @@ timeout_s = 60                         # optional, per call
 expected_output_tokens = 256           # optional: the prior for the cost estimate
 ```
 
+An optional LLM judge labels replies that get no thumbs (run after the reply is sent, within
+a budget; a failed call only means no label)::
+
+```toml
+[judge]
+base_url = "http://127.0.0.1:9009/v1"  # OpenAI-compatible
+model = "judge-model"
+api_key_env = "JUDGE_API_KEY"          # optional
+budget = 1.0                           # share of answered requests without thumbs sent to the judge
+delay_s = 0                            # wait this long after the reply (thumbs given by then win)
+max_concurrent = 4                     # judge calls in flight at most (more are skipped)
+price_per_request = 0.0                # optional prices, counted in the service's cost
+price_per_1k_input = 0.0
+price_per_1k_output = 0.0
+timeout_s = 30
+```
+
 API keys are never read from the file, stored, logged or shown: only the environment
 variable's name is kept, and its value is read at each call.
 
@@ -36,6 +53,10 @@ NOMINAL_OUTPUT_TOKENS = 250
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELDS = {"name", "base_url", "model", "api_key_env", "price_per_1k_input", "price_per_1k_output",
            "price_per_request", "timeout_s", "expected_output_tokens"}
+
+
+_JUDGE_FIELDS = {"base_url", "model", "api_key_env", "budget", "delay_s", "max_concurrent", "price_per_request",
+                 "price_per_1k_input", "price_per_1k_output", "timeout_s"}
 
 
 class ZooError(ValueError):
@@ -122,10 +143,62 @@ class ZooModel:
 
 
 @dataclass(frozen=True)
+class JudgeEntry:
+    """The zoo's optional LLM judge (see the module docstring)."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    budget: float = 1.0
+    delay_s: float = 0.0
+    max_concurrent: int = 4
+    price_per_request: float = 0.0
+    price_per_1k_input: float = 0.0
+    price_per_1k_output: float = 0.0
+    timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        # the same URL, name and key rules as a backend
+        ZooModel("judge", self.base_url, self.model, self.api_key_env, timeout_s=self.timeout_s)
+        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+        b = self.budget
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0.0 <= b <= 1.0:
+            raise ValueError(f"budget must be a share in [0, 1], got {b!r}")
+        object.__setattr__(self, "budget", float(b))
+        d = self.delay_s
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0.0 <= d <= 3600.0:
+            raise ValueError(f"delay_s must be a number of seconds in [0, 3600], got {d!r}")
+        object.__setattr__(self, "delay_s", float(d))
+        mc = self.max_concurrent
+        if isinstance(mc, bool) or not isinstance(mc, int) or not 1 <= mc <= 256:
+            raise ValueError(f"max_concurrent must be an integer in [1, 256], got {mc!r}")
+        for f in ("price_per_1k_input", "price_per_1k_output", "price_per_request"):
+            object.__setattr__(self, f, _price(getattr(self, f), f))
+        object.__setattr__(self, "timeout_s", float(self.timeout_s))
+
+    def price(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return (self.price_per_request + self.price_per_1k_input * prompt_tokens / 1000.0
+                + self.price_per_1k_output * completion_tokens / 1000.0)
+
+    def client(self):
+        """The HTTP client (:class:`slarouter_core.judge.JudgeClient`) for this judge."""
+        from ..judge import JudgeClient
+
+        kw = {"api_key_env": self.api_key_env} if self.api_key_env else {"api_key_env": "SLAROUTER_JUDGE_API_KEY"}
+        return JudgeClient(self.base_url, self.model, timeout=self.timeout_s, retries=1, backoff=0.2,
+                           deadline=2 * self.timeout_s, **kw)
+
+    def public(self) -> dict:
+        return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
+                "budget": self.budget, "delay_s": self.delay_s, "max_concurrent": self.max_concurrent}
+
+
+@dataclass(frozen=True)
 class Zoo:
     """Validated backends, cheapest first (see the module docstring)."""
 
     models: tuple[ZooModel, ...]
+    judge: JudgeEntry | None = None
 
     def __post_init__(self) -> None:
         models = tuple(self.models)
@@ -149,6 +222,9 @@ class Zoo:
         """Every named API-key variable is set (names only in the error, never values)."""
         missing = [f"model {m.name!r}: environment variable {m.api_key_env} is not set"
                    for m in self.models if m.api_key_env and not os.environ.get(m.api_key_env)]
+        j = self.judge
+        if j is not None and j.api_key_env and not os.environ.get(j.api_key_env):
+            missing.append(f"judge: environment variable {j.api_key_env} is not set")
         if missing:
             raise ZooError(missing, "API keys")
 
@@ -156,9 +232,24 @@ class Zoo:
 def parse_zoo(doc: dict, source: str = "zoo") -> Zoo:
     """A zoo from a parsed TOML document; every problem is listed in one :class:`ZooError`."""
     problems: list[str] = []
-    extra = sorted(set(doc) - {"models"})
+    extra = sorted(set(doc) - {"models", "judge"})
     if extra:
-        problems.append(f"unknown top-level key(s) {', '.join(extra)} (only [[models]] tables are read)")
+        problems.append(f"unknown top-level key(s) {', '.join(extra)} (only [[models]] and [judge] are read)")
+    judge = None
+    if "judge" in doc:
+        j = doc["judge"]
+        if not isinstance(j, dict):
+            problems.append("judge must be a table ([judge])")
+        elif sorted(set(j) - _JUDGE_FIELDS):
+            problems.append(f"judge: unknown key(s) {', '.join(sorted(set(j) - _JUDGE_FIELDS))} "
+                            f"(allowed: {', '.join(sorted(_JUDGE_FIELDS))})")
+        elif not {"base_url", "model"} <= set(j):
+            problems.append("judge: missing base_url or model")
+        else:
+            try:
+                judge = JudgeEntry(**j)
+            except ValueError as exc:
+                problems.append(f"judge: {str(exc).replace('name must', 'judge must')}")
     entries = doc.get("models")
     if not isinstance(entries, list) or not entries:
         raise ZooError(problems + ["no [[models]] tables: name at least two models"], source)
@@ -189,7 +280,7 @@ def parse_zoo(doc: dict, source: str = "zoo") -> Zoo:
     if problems:
         raise ZooError(problems, source)
     try:
-        return Zoo(tuple(models))
+        return Zoo(tuple(models), judge)
     except ZooError as exc:
         raise ZooError(exc.problems, source) from None
 

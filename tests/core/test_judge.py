@@ -422,3 +422,14 @@ def test_credentials_in_base_url_are_redacted(monkeypatch):
         with pytest.raises(JudgeError) as exc:
             client(url, retries=0).judge("q", "r")
     assert "hunter2-secret" not in str(exc.value) and "***@127.0.0.1" in str(exc.value)
+
+
+def test_the_sync_call_works_inside_a_running_event_loop():
+    """As in a notebook: judge() from code that already runs an asyncio loop."""
+    import asyncio
+
+    with Server([(200, completion('{"label": 1}'))]) as srv:
+        async def inside():
+            return client(srv.url, retries=0).judge("q", "r")
+
+        assert asyncio.run(inside()) == 1

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from slarouter_core.encoders import HashingEncoder
+from slarouter_core.service.auth import ApiKeys
 from slarouter_core.service.core import RoutingService, ServiceConfig
 from slarouter_core.service.fake_backend import FakeSpec, create_fake_app
 from slarouter_core.service.server import BackgroundServer, create_app
@@ -51,22 +52,31 @@ def make_zoo(backends, names=("small", "medium", "large"), **overrides) -> Zoo:
     return Zoo(tuple(models))
 
 
-class Running:
-    """A routing service listening on 127.0.0.1 (a real uvicorn server in a thread)."""
+#: the API keys every test service accepts (two, to check that thumbs stay with their key)
+KEY = "sk-test-service-key-0123456789"
+OTHER_KEY = "sk-test-other-key-9876543210"
 
-    def __init__(self, zoo: Zoo, **config):
+
+class Running:
+    """A routing service listening on 127.0.0.1 (a real uvicorn server in a thread), with
+    API keys; ``http`` is an httpx client that sends :data:`KEY`."""
+
+    def __init__(self, zoo: Zoo, keys: tuple[str, ...] | None = (KEY, OTHER_KEY), **config):
         config.setdefault("alpha", 0.8)
         config.setdefault("encoder", "hashing")
         self.service = RoutingService(zoo, ServiceConfig(**config), encoder=HashingEncoder(64))
-        self.server = BackgroundServer(create_app(self.service)).start()
+        api_keys = ApiKeys.from_keys(list(keys)) if keys else None
+        self.server = BackgroundServer(create_app(self.service, api_keys=api_keys)).start()
         self.url = self.server.url
+        self.http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
 
-    def client(self):
+    def client(self, key: str = KEY):
         from openai import OpenAI
 
-        return OpenAI(base_url=f"{self.url}/v1", api_key="unused", max_retries=0, timeout=30)
+        return OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30)
 
     def stop(self) -> None:
+        self.http.close()
         self.server.stop()
 
 

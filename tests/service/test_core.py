@@ -11,7 +11,7 @@ import pytest
 
 from slarouter_core.encoders import HashingEncoder
 from slarouter_core.router import MODES
-from slarouter_core.service.core import RoutingService, ServiceConfig, wilson_lower
+from slarouter_core.service.core import FeedbackError, RoutingService, ServiceConfig, wilson_lower
 from slarouter_core.service.zoo import Zoo, ZooModel
 
 
@@ -100,3 +100,55 @@ def test_route_is_safe_from_many_threads():
     with cf.ThreadPoolExecutor(8) as pool:
         ts = sorted(t for part in pool.map(go, range(8)) for t in part)
     assert ts == list(range(1, 201)) and svc.router.t == 200
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_crash_loses_nothing_the_journal_replays_every_event(tmp_path, mode):
+    """Decisions, answers, thumbs and failures after the last checkpoint come back from
+    the journal, and the router goes on exactly as the one that never crashed."""
+    def make():
+        return RoutingService(zoo(), ServiceConfig(alpha=0.8, mode=mode, state_dir=str(tmp_path)),
+                              encoder=HashingEncoder(16))
+
+    svc = make()
+    tickets = []
+    for i in range(30):
+        tk = svc.route(f"question {i} " + "w " * (i % 5))
+        tickets.append(tk)
+        if i % 7 == 3:
+            svc.record_failure(tk, tk.model)
+        svc.complete(tk, tk.order[0], {"prompt_tokens": 10 + i, "completion_tokens": 20})
+        if i == 12:
+            svc.checkpoint()  # the journal holds what comes after
+        if i % 2 == 0:
+            svc.feedback(tk.request_id, i % 4 == 0)
+    before = svc.state()
+    svc.journal.close()  # a crash: no checkpoint (the old one carries on in memory only)
+    svc.journal = None
+    back = make()
+    after = back.state()
+    assert back.replayed > 0
+    for key in ("t", "q", "decision_queue", "models", "cost_total", "feedback", "satisfaction"):
+        assert after[key] == before[key], key
+    # both continue identically
+    nxt = [s.route("the same next question") for s in (svc, back)]
+    assert nxt[0].t == nxt[1].t == 31 and nxt[0].model == nxt[1].model
+    assert back.feedback(tickets[1].request_id, True)["accepted"] is True
+    with pytest.raises(FeedbackError) as e:
+        back.feedback(tickets[0].request_id, True)
+    assert e.value.status == 409
+
+
+def test_state_files_are_private_and_the_checkpoint_names_its_router_file(tmp_path):
+    import json
+    import os
+
+    svc = RoutingService(zoo(), ServiceConfig(alpha=0.8, state_dir=str(tmp_path / "s")), encoder=HashingEncoder(16))
+    svc.complete(svc.route("hello"), 0, None)
+    svc.checkpoint()
+    svc.checkpoint()
+    files = sorted(p.name for p in (tmp_path / "s").iterdir())
+    ledger = json.loads((tmp_path / "s" / "service.json").read_text())
+    assert [f for f in files if f.startswith("router")] == [ledger["router_file"]]  # the old one is gone
+    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in (tmp_path / "s").iterdir())
+    assert os.stat(tmp_path / "s").st_mode & 0o777 == 0o700

@@ -6,7 +6,14 @@ import httpx
 import pytest
 
 from slarouter_core.service.monitor import ServiceUnreachable, ServiceView, fetch_state, normalise_url
+from tests.service.conftest import KEY
 from tests.service.test_service import PROMPTS, ask, feedback
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    """The dashboard finds the service's key in its environment, as an operator sets it."""
+    monkeypatch.setenv("SLAROUTER_API_KEY", KEY)
 
 
 def test_urls_are_normalised_with_clear_errors():
@@ -32,8 +39,10 @@ def test_view_builds_the_live_run_charts_from_the_state(running, backends):
     for i, p in enumerate(PROMPTS[:30]):
         _, comp = ask(client, p)
         if i % 3 == 0:
-            feedback(svc.url, comp.id, True)
-    view = ServiceView(fetch_state(svc.url, history=25))
+            feedback(svc, comp.id, True)
+    with pytest.raises(ServiceUnreachable, match="needs an API key"):
+        fetch_state(svc.url, api_key="sk-wrong-key-000000000000")
+    view = ServiceView(fetch_state(svc.url, history=25, api_key=KEY))
     h = view.headline()
     assert h["served"] == 30 and h["thumbs_up"] == 10 and h["failures"] == view.models_frame()["failures"].sum() > 0
     charts = {c.key: c for c in view.charts()}
@@ -51,9 +60,10 @@ def test_view_builds_the_live_run_charts_from_the_state(running, backends):
     assert top.round(6).eq(1.0).all()  # stacked shares of served calls reach 1
 
 
-def test_service_page_shows_a_running_service(running):
+def test_service_page_shows_a_running_service(running, monkeypatch):
     from tests.app.conftest import open_app
 
+    monkeypatch.setenv("SLAROUTER_API_KEY", KEY)
     svc = running()
     ask(svc.client(), "hello")
     at = open_app("pages/service_page.py")
@@ -96,5 +106,5 @@ def test_feedback_by_hand_page_uses_the_real_zoo(running):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("Sent to the service's router" in s.value for s in at.success)
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     assert st["feedback"]["unsatisfied"] == 1 and st["t"] == 1

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from slarouter_core.router import MODES
-from slarouter_core.service.core import LEDGER_FILE, ROUTER_FILE
+from slarouter_core.service.core import LEDGER_FILE
 from tests.service.conftest import BACKENDS, calls, make_zoo
 
 PROMPTS = [f"question {i}: " + " ".join(["word"] * (3 + i % 5)) for i in range(40)]
@@ -22,8 +22,8 @@ def ask(client, text, **kw):
     return raw.headers, raw.parse()
 
 
-def feedback(url, rid, satisfied):
-    return httpx.post(f"{url}/v1/feedback", json={"request_id": rid, "satisfied": satisfied})
+def feedback(svc, rid, satisfied):
+    return svc.http.post("/v1/feedback", json={"request_id": rid, "satisfied": satisfied})
 
 
 def test_non_streaming_answer_names_the_model_and_request_everywhere(running, backends):
@@ -36,9 +36,9 @@ def test_non_streaming_answer_names_the_model_and_request_everywhere(running, ba
     assert comp.choices[0].message.content.split()[0] == served  # the fake names itself first
     after = calls(backends)
     assert {n: after[n] - before[n] for n in after} == {n: int(n == served) for n in after}
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get(f"/v1/state").json()
     assert st["t"] == 1 and [m["served"] for m in st["models"] if m["name"] == served] == [1]
-    assert httpx.get(f"{svc.url}/healthz").json()["status"] == "ok"
+    assert svc.http.get(f"/healthz").json()["status"] == "ok"
 
 
 def test_streaming_relays_chunks_and_accounts_usage(running):
@@ -58,11 +58,11 @@ def test_streaming_relays_chunks_and_accounts_usage(running):
     chunks = list(client.chat.completions.create(model="auto", messages=[{"role": "user", "content": "two words"}],
                                                  stream=True, stream_options={"include_usage": True}))
     assert chunks[-1].usage.prompt_tokens == 2
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get(f"/v1/state").json()
     assert st["t"] == 2 and sum(m["usage_reports"] for m in st["models"]) == 2
     assert sum(m["completion_tokens"] for m in st["models"]) == sum(
         BACKENDS[m["name"]][1] * m["served"] for m in st["models"])
-    assert feedback(svc.url, chunks[-1].id, True).status_code == 200
+    assert feedback(svc, chunks[-1].id, True).status_code == 200
 
 
 def test_cost_is_accounted_from_reported_usage(running, backends):
@@ -81,7 +81,7 @@ def test_cost_is_accounted_from_reported_usage(running, backends):
         expected[name] += zoo.models[zoo.names.index(name)].price(u.prompt_tokens, u.completion_tokens)
         served[name] += 1
     after = calls(backends)
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get(f"/v1/state").json()
     for m in st["models"]:
         assert m["served"] == served[m["name"]] == after[m["name"]] - before[m["name"]]
         assert m["cost"] == pytest.approx(expected[m["name"]], rel=1e-12, abs=1e-15)
@@ -98,10 +98,10 @@ def test_feedback_moves_routing_towards_the_model_users_like(running):
         headers, comp = ask(client, PROMPTS[i % len(PROMPTS)])
         name = headers["x-slarouter-model"]
         served.append(name)
-        assert feedback(svc.url, comp.id, name == "large").status_code == 200
+        assert feedback(svc, comp.id, name == "large").status_code == 200
     first, last = served[:20].count("large"), served[-20:].count("large")
     assert last >= 15 and last > first, served
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get(f"/v1/state").json()
     assert st["feedback"]["satisfied"] == served.count("large")
     assert st["feedback"]["unsatisfied"] == 60 - served.count("large")
     est = st["satisfaction"]
@@ -113,29 +113,29 @@ def test_feedback_late_out_of_order_unknown_duplicate_and_malformed(running):
     client = svc.client()
     ids = [ask(client, p)[1].id for p in PROMPTS[:5]]
     for rid, ok in ((ids[3], True), (ids[0], False), (ids[4], True)):  # late and out of order
-        r = feedback(svc.url, rid, ok)
+        r = feedback(svc, rid, ok)
         assert r.status_code == 200 and r.json()["accepted"] is True
-    r = feedback(svc.url, ids[0], True)
+    r = feedback(svc, ids[0], True)
     assert r.status_code == 409 and "already given" in r.json()["error"]["message"]
-    r = feedback(svc.url, "slr-doesnotexist", True)
+    r = feedback(svc, "slr-doesnotexist", True)
     assert r.status_code == 404 and "unknown request_id" in r.json()["error"]["message"]
-    assert feedback(svc.url, ids[1], "yes").status_code == 422
-    assert httpx.post(f"{svc.url}/v1/feedback", json={"request_id": ids[1]}).status_code == 422
-    assert httpx.post(f"{svc.url}/v1/feedback", content=b"{not json").status_code == 400
-    st = httpx.get(f"{svc.url}/v1/state?history=5").json()
+    assert feedback(svc, ids[1], "yes").status_code == 422
+    assert svc.http.post(f"/v1/feedback", json={"request_id": ids[1]}).status_code == 422
+    assert svc.http.post(f"/v1/feedback", content=b"{not json").status_code == 400
+    st = svc.http.get(f"/v1/state?history=5").json()
     assert (st["feedback"]["satisfied"], st["feedback"]["unsatisfied"], st["feedback"]["pending"]) == (2, 1, 2)
     assert [row["feedback"] for row in st["history"]] == [0, None, None, 1, 1]
 
 
 def test_bad_chat_requests_get_openai_style_errors(running):
     svc = running()
-    r = httpx.post(f"{svc.url}/v1/chat/completions", json={"messages": [{"role": "system", "content": "x"}]})
+    r = svc.http.post(f"/v1/chat/completions", json={"messages": [{"role": "system", "content": "x"}]})
     assert r.status_code == 400 and "user message" in r.json()["error"]["message"]
-    assert httpx.get(f"{svc.url}/v1/state").json()["t"] == 0
+    assert svc.http.get(f"/v1/state").json()["t"] == 0
 
 
-def test_a_failing_backend_is_retried_once_on_the_next_model(running, backends):
-    svc = running()
+def test_a_failing_backend_fails_over_and_its_circuit_opens(running, backends):
+    svc = running(breaker_failures=2)
     httpx.post(f"{backends['small'].url}/control", json={"fail": "error"})
     client = svc.client()
     seen = []
@@ -144,13 +144,15 @@ def test_a_failing_backend_is_retried_once_on_the_next_model(running, backends):
         seen.append((headers["x-slarouter-chosen"], headers["x-slarouter-model"]))
         assert comp.model == headers["x-slarouter-model"] != "small"
     retried = [s for s in seen if s[0] == "small"]
-    assert retried and all(served == "medium" for _, served in retried)
-    st = httpx.get(f"{svc.url}/v1/state?history=20").json()
+    assert retried and all(served != "small" for _, served in retried)
+    st = svc.http.get("/v1/state?history=20").json()
     small = st["models"][0]
     assert small["name"] == "small" and small["failures"] == len(retried) and small["served"] == 0
     assert small["chosen"] == len(retried)
     assert sum(row["retried"] for row in st["history"]) == len(retried)
     assert st["requests_failed"] == 0
+    if len(retried) >= 2:
+        assert small["circuit_open"] is True and small["circuit_opened"] >= 1
 
 
 def test_a_hanging_backend_times_out_and_a_total_failure_is_a_502(running, backends):
@@ -161,15 +163,15 @@ def test_a_hanging_backend_times_out_and_a_total_failure_is_a_502(running, backe
     headers, comp = ask(client, "first")  # t = 1 explores; whichever it picks, medium answers
     assert comp.model == "medium"
     httpx.post(f"{backends['medium'].url}/control", json={"fail": "error"})
-    r = httpx.post(f"{svc.url}/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+    r = svc.http.post(f"/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
                    timeout=10)
     assert r.status_code == 502
     msg = r.json()["error"]["message"]
     assert "small: ReadTimeout" in msg and "medium: HTTP 500" in msg
     rid = r.headers["x-slarouter-request-id"]
-    f = feedback(svc.url, rid, True)
+    f = feedback(svc, rid, True)
     assert f.status_code == 409 and "failed on every backend" in f.json()["error"]["message"]
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get(f"/v1/state").json()
     assert st["requests_failed"] == 1 and sum(m["failures"] for m in st["models"]) >= 2
 
 
@@ -180,11 +182,11 @@ def test_concurrent_requests_are_all_routed_once(running):
         results = list(pool.map(lambda p: ask(client, p), PROMPTS[:24]))
     ids = [c.id for _, c in results]
     assert len(set(ids)) == 24
-    st = httpx.get(f"{svc.url}/v1/state?history=100").json()
+    st = svc.http.get(f"/v1/state?history=100").json()
     assert st["t"] == 24 and sorted(row["t"] for row in st["history"]) == list(range(1, 25))
     assert sum(m["served"] for m in st["models"]) == 24
     with cf.ThreadPoolExecutor(8) as pool:
-        codes = list(pool.map(lambda rid: feedback(svc.url, rid, True).status_code, ids))
+        codes = list(pool.map(lambda rid: feedback(svc, rid, True).status_code, ids))
     assert codes == [200] * 24
 
 
@@ -194,21 +196,22 @@ def test_restart_restores_state_and_pending_feedback(running, backends, tmp_path
     svc = running(mode=mode, state_dir=str(state))
     client = svc.client()
     ids = [ask(client, p)[1].id for p in PROMPTS[:8]]
-    assert feedback(svc.url, ids[0], True).status_code == 200
-    before = httpx.get(f"{svc.url}/v1/state").json()
+    assert feedback(svc, ids[0], True).status_code == 200
+    before = svc.http.get(f"/v1/state").json()
     svc.stop()  # graceful shutdown writes the checkpoint
-    assert (state / ROUTER_FILE).exists() and (state / LEDGER_FILE).exists()
+    ledger = json.loads((state / LEDGER_FILE).read_text())
+    assert (state / ledger["router_file"]).exists()
     svc2 = running(mode=mode, state_dir=str(state))
-    after = httpx.get(f"{svc2.url}/v1/state").json()
+    after = svc2.http.get(f"/v1/state").json()
     assert after["restored"] is True
     for key in ("t", "q", "cost_total", "models", "feedback"):
         assert after[key] == before[key], key
-    assert feedback(svc2.url, ids[0], False).status_code == 409  # still a duplicate after the restart
+    assert feedback(svc2, ids[0], False).status_code == 409  # still a duplicate after the restart
     # feedback that was still pending at shutdown reaches the router after the restart
-    r = feedback(svc2.url, ids[5], True)
+    r = feedback(svc2, ids[5], True)
     assert r.status_code == 200, r.text
     _, comp = ask(svc2.client(), "after the restart")
-    assert httpx.get(f"{svc2.url}/v1/state").json()["t"] == 9
+    assert svc2.http.get(f"/v1/state").json()["t"] == 9
 
 
 def test_restart_with_another_zoo_is_refused(running, backends, tmp_path):
@@ -248,5 +251,5 @@ def test_streaming_fails_over_before_the_first_byte(running, backends):
             chunks = list(resp.parse())
         assert served == "medium" and {c.model for c in chunks} == {"medium"}
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).startswith("medium")
-    st = httpx.get(f"{svc.url}/v1/state").json()
+    st = svc.http.get(f"/v1/state").json()
     assert st["models"][0]["failures"] == st["models"][0]["chosen"] > 0 and st["requests_failed"] == 0

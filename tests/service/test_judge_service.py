@@ -1,0 +1,161 @@
+"""Issue 19 (service part): the zoo's LLM judge labels answered requests in the
+background, within its budget; a failed judge call is no label, never a client error."""
+
+from __future__ import annotations
+
+import json
+import time
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from slarouter_core.encoders import HashingEncoder
+from slarouter_core.service.core import RoutingService, ServiceConfig
+from slarouter_core.service.zoo import JudgeEntry, Zoo, ZooError, parse_zoo
+from tests.core.test_judge import LocalServer, completion
+from tests.service.conftest import make_zoo
+
+
+class FakeJudge(LocalServer):
+    """A local judge endpoint: answers ``label`` (or HTTP ``status``) after ``delay`` s."""
+
+    def __init__(self, label=1, status=200, delay=0.0):
+        self.calls = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                outer.calls.append(body)
+                time.sleep(delay)
+                doc = {**completion(json.dumps({"label": label})), "usage": {"prompt_tokens": 100,
+                                                                             "completion_tokens": 10}}
+                data = json.dumps(doc if status == 200 else {"error": "down"}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        super().__init__(Handler, poll=0.05)
+
+
+def judged_zoo(backends, judge_url, **kw) -> Zoo:
+    base = make_zoo(backends, names=("small", "medium"))
+    return Zoo(base.models, JudgeEntry(base_url=judge_url, model="judge-model", timeout_s=2.0, **kw))
+
+
+def wait_for(cond, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_judge_labels_answers_after_the_reply_and_its_cost_is_counted(running, backends, tmp_path):
+    with FakeJudge(label=1, delay=0.5) as judge:
+        svc = running(judged_zoo(backends, judge.url, price_per_request=0.25), mode="paper",
+                      state_dir=str(tmp_path))
+        client = svc.client()
+        t0 = time.perf_counter()
+        for i in range(4):
+            comp = client.chat.completions.create(model="auto", messages=[{"role": "user", "content": f"q{i}?"}])
+        took = time.perf_counter() - t0
+        assert took < 4 * 0.5  # the judge's 0.5 s never delayed a reply
+        assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["calls"] == 4)
+        st = svc.http.get("/v1/state").json()
+        assert st["judge"]["verdicts"] == 4 and st["judge"]["failures"] == 0
+        assert st["judge"]["cost"] == pytest.approx(1.0)
+        assert st["cost_total"] == pytest.approx(st["cost_models"] + 1.0)
+        # the judge saw the question and the answer that was served
+        user = judge.calls[-1]["messages"][1]["content"]
+        assert "q3?" in user and comp.choices[0].message.content in user
+        # paper mode takes a verdict as a label: the router counts them as feedback
+        assert svc.service.router.n_feedback == 4
+    # journaled like every other event: a crash (no checkpoint) keeps them
+    svc.service.journal.close()
+    again = RoutingService(svc.service.zoo, ServiceConfig(alpha=0.8, mode="paper", state_dir=str(tmp_path)),
+                           encoder=HashingEncoder(64))
+    assert again.judge["verdicts"] == 4 and again.router.n_feedback == 4
+
+
+def test_a_failing_judge_means_no_label_and_no_client_error(running, backends):
+    with FakeJudge(status=500) as judge:
+        svc = running(judged_zoo(backends, judge.url), mode="paper")
+        for i in range(3):
+            r = svc.http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": f"q{i}"}]})
+            assert r.status_code == 200
+        assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["calls"] == 3)
+        st = svc.http.get("/v1/state").json()["judge"]
+        assert st["failures"] == 3 and st["verdicts"] == 0
+        assert svc.service.router.n_feedback == 0
+
+
+def test_the_budget_and_the_concurrency_bound_the_judge_calls(running, backends):
+    with FakeJudge(delay=0.3) as judge:
+        svc = running(judged_zoo(backends, judge.url, budget=0.5, max_concurrent=1))
+        for i in range(20):
+            svc.http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": f"q{i}"}]})
+        def settled():
+            j = svc.http.get("/v1/state").json()["judge"]
+            return j["calls"] + j["skipped"] >= 5 and j["calls"] == j["verdicts"] + j["failures"]
+
+        assert wait_for(settled)
+        time.sleep(0.5)
+        j = svc.http.get("/v1/state").json()["judge"]
+        wanted = j["calls"] + j["skipped"]
+        assert 4 <= wanted <= 16  # about half of 20 (seeded)
+        assert j["skipped"] >= 1  # one at a time: the others in that moment were skipped
+
+
+def test_the_zoo_judge_entry_is_validated():
+    models = [{"name": n, "base_url": "http://127.0.0.1:1/v1", "model": n, "price_per_request": p}
+              for n, p in (("a", 0.0), ("b", 1.0))]
+    zoo = parse_zoo({"models": models, "judge": {"base_url": "http://127.0.0.1:2/v1", "model": "j",
+                                                  "budget": 0.3}})
+    assert zoo.judge.budget == 0.3 and zoo.judge.client().url == "http://127.0.0.1:2/v1/chat/completions"
+    for bad, needle in (({"base_url": "http://h/v1", "model": "j", "budget": 1.5}, "budget"),
+                        ({"base_url": "http://h/v1"}, "missing base_url or model"),
+                        ({"base_url": "http://h/v1", "model": "j", "colour": 1}, "unknown key"),
+                        ({"base_url": "http://h/v1", "model": "j", "api_key_env": "sk-pasted key"}, "NAME")):
+        with pytest.raises(ZooError, match=needle):
+            parse_zoo({"models": models, "judge": bad})
+
+
+@pytest.mark.parametrize("mode", ["paper", "guarded", "contextual"])
+def test_thumbs_after_a_judge_verdict(mode):
+    """Guarded and contextual take the user's thumbs after the judge's verdict; paper mode
+    has used the verdict as the step's label, and says so (not 'too old')."""
+    zoo = Zoo(make_zoo({n: type("B", (), {"url": "http://127.0.0.1:1"})() for n in ("small", "medium")},
+                       names=("small", "medium")).models,
+              JudgeEntry(base_url="http://127.0.0.1:1/v1", model="j"))
+    svc = RoutingService(zoo, ServiceConfig(alpha=0.8, mode=mode), encoder=HashingEncoder(16))
+    tks = [svc.route(f"q {i}") for i in range(5)]
+    for tk in tks:
+        svc.complete(tk, tk.model, None)
+    svc.judge_result(tks[2], 1)
+    if mode == "paper":
+        with pytest.raises(Exception) as e:
+            svc.feedback(tks[2].request_id, False)
+        assert e.value.status == 409 and "already labelled by the LLM judge" in str(e.value)
+    else:
+        assert svc.feedback(tks[2].request_id, False)["accepted"] is True
+
+
+def test_thumbs_given_within_the_delay_win_over_the_judge(running, backends):
+    with FakeJudge(label=0) as judge:
+        svc = running(judged_zoo(backends, judge.url, delay_s=0.4), mode="paper")
+        ids = [svc.http.post("/v1/chat/completions",
+                             json={"messages": [{"role": "user", "content": f"q{i}"}]}).json()["id"] for i in range(4)]
+        for rid in ids[:2]:  # thumbs for two of them, quickly
+            assert svc.http.post("/v1/feedback", json={"request_id": rid, "satisfied": True}).status_code == 200
+        assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["calls"] == 2)
+        time.sleep(0.6)
+        st = svc.http.get("/v1/state").json()
+        assert st["judge"]["calls"] == 2 and len(judge.calls) == 2  # only the two without thumbs
+        assert st["feedback"]["satisfied"] == 2
