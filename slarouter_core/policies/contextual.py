@@ -121,7 +121,7 @@ class ContextualConfig:
     delta: float = 0.05
     guarantee: str = "window"
     sla_window: int = 0
-    bank: float = 0.5
+    bank: float = 1.0
     h: float = 0.05
     h_min: float = 50.0
     explore_c: float = 2.0
@@ -457,13 +457,10 @@ class ContextualPolicy:
         return int(low[min(int(u * len(low)), len(low) - 1)])
 
     def explore_weight(self, m: int) -> float:
-        """Share of model ``m``'s exploration draws that are kept: 1 for a model that may
-        still be the most accurate (its 95% upper bound reaches the leader's level) or is no
-        dearer than the mean cost per request served so far; the cost ratio otherwise."""
+        """Share of model ``m``'s exploration draws that are kept: 1 for a model no dearer
+        than the mean cost per request served so far, the cost ratio above (the fallback
+        labels the model it serves, so a dear best model still gets its labels there)."""
         if self.t == 0 or self.served_cost <= 0:
-            return 1.0
-        mean, size = self.blind_posterior()
-        if mean[m] + _PRUNE_Z * np.sqrt(mean[m] * (1 - mean[m]) / (size[m] + 1.0)) >= mean.max():
             return 1.0
         mean_m = self.cost_sum[m] / max(self.ref_n, 1)
         ref = self.served_cost / self.t
