@@ -171,6 +171,7 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
 
     kinds = args.feedback if isinstance(args.feedback, list) else [args.feedback or "iid"]
     rates = args.feedback_rate if isinstance(args.feedback_rate, list) else [args.feedback_rate]
+    rates = [0.2 if r is None else r for r in rates]  # compare leaves it unset until apply_protocol
     if args.judge_budget is not None and not args.judge_fill:
         raise ValueError("--judge-budget is the share of unlabelled requests the judge fills in: add --judge-fill")
     out = []
@@ -247,7 +248,7 @@ def apply_protocol(args: argparse.Namespace) -> argparse.Namespace:
     if proto is not None:
         defaults.update(methods=list(proto.methods), seeds=list(proto.seeds), alpha=[proto.alpha],
                         feedback_rate=[proto.feedback_rate])
-        if args.judge is None and args.judge_fill is None:  # --judge replaces the thumbs: no fill-in then
+        if args.feedback is None and args.judge is None and args.judge_fill is None:  # explicit feedback wins
             args.judge_fill = proto.judge_fill
     for name, value in defaults.items():
         if getattr(args, name) is None:
