@@ -46,7 +46,8 @@ from .feedback_axis import (FEEDBACK_CHOICES, FEEDBACK_FIELDS, FEEDBACK_PRESETS,
                             parse_feedback)
 from .grid import DEFAULT_HISTORY_FRACTION, PAPER_EXCLUDE, GridConfig, Task, plan_grid
 from .legacy import run_slarouter_grid
-from .paper import PAPER_METHODS, PROTOCOLS, Protocol, format_paper_section, paper_scores, published_comparison
+from .paper import (PAPER_METHODS, PROTOCOLS, Protocol, format_paper_section, paper_scores, protocol_summary,
+                    published_comparison)
 from .report import (CHEAPEST_NOTE, PIVOT_METRICS, SEEDS_MET_NOTE, SWEEP_LABELS, comparison_table, format_gaps,
                      format_overview, format_table, markdown_table, pivot_table, report_text, write_report,
                      write_results)
@@ -61,4 +62,4 @@ __all__ = ["QUEUE_METHODS", "aggregate", "gaps", "group_keys", "overview", "ALPH
            "SWEEP_LABELS", "comparison_table", "markdown_table", "pivot_table", "report_text", "format_gaps", "format_overview", "format_table", "write_report",
            "write_results", "ROW_COLUMNS", "error_row", "run_task", "DEFAULT_METHODS", "PRESETS", "MethodSpec",
            "expand_presets", "parse_method", "PAPER_METHODS", "PROTOCOLS", "Protocol", "format_paper_section",
-           "paper_scores", "published_comparison", "paper_rule_alpha"]
+           "paper_scores", "protocol_summary", "published_comparison", "paper_rule_alpha"]
