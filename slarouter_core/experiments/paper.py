@@ -185,7 +185,8 @@ def verdict(gap_pp: float, ratio: float, pub_gap_pp: float, pub_ratio: float) ->
     if pub_gap_pp < 0:
         return f"the paper does not claim alpha here ({pub_gap_pp:+.1f} pp); ours {gap_pp:+.1f} pp"
     if gap_pp < 0:
-        return f"not reproduced: {-gap_pp:.1f} pp below alpha (published {pub_gap_pp:+.1f} pp)"
+        below = f"{-gap_pp:.1f} pp" if -gap_pp >= 0.05 else "less than 0.1 pp"
+        return f"not reproduced: {below} below alpha (published {pub_gap_pp:+.1f} pp)"
     if claims_cheap and not (ratio <= 1.0):
         dear = "no single model meets alpha" if math.isnan(ratio) else f"{ratio:.2f}x"
         return (f"partly: meets alpha (+{gap_pp:.1f} pp) but costs {dear} the cheapest single model that meets "

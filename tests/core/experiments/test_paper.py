@@ -84,6 +84,7 @@ def test_published_figures_beside_ours_with_a_verdict_per_benchmark():
     # the paper claims it is cheaper than the single model: dearer is only a partial reproduction
     assert E.paper.verdict(1.0, 1.5, 0.5, 0.9).startswith("partly: meets alpha (+1.0 pp) but costs 1.50x")
     assert E.paper.verdict(-1.0, 0.5, -0.2, 0.9).startswith("the paper does not claim alpha here")
+    assert E.paper.verdict(-0.03, 2.0, 1.0, 1.2).startswith("not reproduced: less than 0.1 pp below alpha")
     text = E.format_paper_section(_agg(rows))
     assert ZOO_NOTE in text and "mean over seeds" in text and "post-convergence" in text
 
