@@ -11,7 +11,7 @@ from pathlib import Path
 from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
 from .encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder
-from .experiments import aggregate, format_table, load_any, run_slarouter_grid
+from .experiments import PROTOCOLS, aggregate, format_table, load_any, run_slarouter_grid
 from .router import MODES as ROUTER_MODES
 from .simulator import PAPER_SEEDS
 
@@ -130,7 +130,6 @@ def add_feedback_args(sp: argparse.ArgumentParser, several: bool = False) -> Non
 
     ``several``: ``--feedback`` takes one or more kinds (a grid axis, ``compare``)."""
     from .feedback import KINDS
-
     from .judge import JUDGE_PRESETS
 
     if several:  # a grid axis: kinds, or feedback presets / kind:key=value specs as they are
@@ -236,14 +235,16 @@ def _say_judge_cost(fill: bool, given: float | None) -> None:
         print(f"judge fill-in: judge calls are charged {what}", file=sys.stderr)
 
 
+#: the methods ``compare`` runs by default (without ``--protocol``)
+COMPARE_METHODS = ("single", "random", "static_mixture", "oracle", "carrot", "causal", "messplus", "slarouter",
+                   "slarouter_ddv")
+
+
 def apply_protocol(args: argparse.Namespace) -> argparse.Namespace:
     """The grid settings of ``--protocol`` (or the usual defaults) wherever a flag was not
     given: every explicit flag overrides the protocol."""
-    from .experiments import PROTOCOLS
-
     proto = PROTOCOLS.get(args.protocol) if args.protocol else None
-    defaults = dict(methods=["single", "random", "static_mixture", "oracle", "carrot", "causal", "messplus",
-                             "slarouter", "slarouter_ddv"], seeds=list(PAPER_SEEDS), alpha=["midpoint"],
+    defaults = dict(methods=list(COMPARE_METHODS), seeds=list(PAPER_SEEDS), alpha=["midpoint"],
                     feedback_rate=[0.2], feedback=["iid"])
     if proto is not None:
         defaults.update(methods=list(proto.methods), seeds=list(proto.seeds), alpha=[proto.alpha],
@@ -264,8 +265,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     args = apply_protocol(args)
     if args.protocol:
-        from .experiments import PROTOCOLS
-
         print(f"protocol {args.protocol}: {PROTOCOLS[args.protocol].description} (explicit flags override)",
               file=sys.stderr)
     methods = expand_presets(args.methods)  # validates before the slow part
@@ -427,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--data", required=True, nargs="+", help="one or more datasets (parquet, or MESS+ file/folder)")
     cmp_.add_argument("--benchmark", nargs="+", default=None, help="benchmarks (default: all but mmlu_abstract_algebra)")
     cmp_.add_argument("--exclude", nargs="*", default=None, help="benchmarks to leave out")
-    cmp_.add_argument("--protocol", default=None, choices=["paper"],
+    cmp_.add_argument("--protocol", default=None, choices=list(PROTOCOLS),
                       help="paper: the paper's protocol (judge fill-in with an ACPBench-grade judge, the paper's "
                            "alpha rule, V=1e-5 and data-driven V, c=0.1, SGD lr 0.006, batch 16, seeds 42 1 1234, "
                            "the paper's methods); every flag given explicitly overrides it")
