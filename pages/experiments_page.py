@@ -9,13 +9,15 @@ import pandas as pd
 import streamlit as st
 
 from pages import _shared as sh
-from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_METRICS, PRESETS, SEEDS_MET_NOTE,
-                                        Dataset, GridConfig, MethodSpec, aggregate, comparison_table,
-                                        format_overview, format_table, markdown_table, pivot_table, report_text,
-                                        run_grid)
+from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_METRICS, PRESETS, PROTOCOLS,
+                                        SEEDS_MET_NOTE, Dataset, GridConfig, MethodSpec, aggregate,
+                                        comparison_table, format_overview, format_table, markdown_table,
+                                        paper_scores, pivot_table, published_comparison, report_text, run_grid)
 from slarouter_core.live import comparison_chart, parse_numbers, settings_method_params, sweep_charts
 from slarouter_core.live.experiment_charts import (ERROR_BARS, EXPORT_FORMATS, ChartExportError, render_chart,
                                                    standalone_spec)
+from slarouter_core.judge import JUDGE_PRESETS
+from slarouter_core.published import ZOO_NOTE, paper_table2
 from slarouter_core.simulator import PAPER_SEEDS
 
 st.title("Experiments")
@@ -133,7 +135,7 @@ def sweep_section(charts: list[tuple[pd.DataFrame, dict]], key: str) -> None:
 
 
 alpha = run.alpha if run.alpha is not None else "midpoint"
-tab_cmp, tab_v, tab_rate = st.tabs(["Comparison", "V sweep", "Feedback-rate sweep"])
+tab_cmp, tab_v, tab_rate, tab_paper = st.tabs(["Comparison", "V sweep", "Feedback-rate sweep", "Paper protocol"])
 
 with tab_cmp:
     keys = st.multiselect("Methods", list(LABELS), default=["single", "static_mixture", "oracle", "messplus", MINE],
@@ -222,3 +224,49 @@ with tab_rate:
         pivot_section(agg, "feedback_rate", "rs_pivot")
         st.download_button("Feedback-rate sweep runs (CSV)", rows.to_csv(index=False), "slarouter_rate_sweep.csv",
                            "text/csv", on_click="ignore", key="w_rs_dl")
+
+
+# -- the paper's protocol as one preset, scored its way beside ours (issue 21) --------------
+def paper_protocol_section() -> None:
+    """The paper's protocol on the loaded data: its scoring beside ours, and the published
+    Table 2 beside our figures for the benchmarks both have."""
+    proto = PROTOCOLS["paper"]
+    st.caption(f"Runs {proto.description}. The sidebar's alpha and feedback settings do not apply here.")
+    c1, c2 = st.columns(2)
+    judge = c1.selectbox("LLM judge (fills in where users give no thumbs)", list(JUDGE_PRESETS),
+                         index=list(JUDGE_PRESETS).index(proto.judge_fill), key="w_pp_judge",
+                         format_func=lambda k: f"{k} error rates (false positives {JUDGE_PRESETS[k].fpr:.1%}, "
+                                               f"false negatives {JUDGE_PRESETS[k].fnr:.1%})")
+    keys = c2.multiselect("Methods", list(proto.methods), default=list(proto.methods), format_func=LABELS.get,
+                          key="w_pp_methods")
+    seeds = seeds_box("w_pp_seeds")
+    if st.button("Run the paper's protocol", type="primary", key="w_pp_run", disabled=not keys or seeds is None):
+        rows = run_with_progress("Paper protocol", methods=method_specs(keys), seeds=seeds, alpha=proto.alpha,
+                                 feedback_rates=(proto.feedback_rate,), feedback=(f"fill-{judge}",))
+        if rows is not None:
+            ss.pp_rows = rows
+    rows = ss.get("pp_rows")
+    if rows is None:
+        return
+    agg = aggregate(rows)
+    st.markdown("#### Scored the paper's way beside ours")
+    scores = paper_scores(agg)
+    st.dataframe(scores, hide_index=True, key="w_pp_scores")
+    st.caption("paper: a method meets alpha when its mean satisfaction over the seeds does (and the paper "
+               "reports post-convergence satisfaction, the stream's second half). " + SEEDS_MET_NOTE)
+    table_downloads("Scores", scores, "pp_scores")
+    st.markdown("#### Beside the published Table 2")
+    st.info(ZOO_NOTE)
+    side = published_comparison(agg)
+    if side.empty:
+        st.caption("None of the loaded benchmarks is in the published table (it has "
+                   f"{', '.join(paper_table2().benchmark_keys)}).")
+    else:
+        st.dataframe(side, hide_index=True, key="w_pp_published")
+        table_downloads("Published beside ours", side, "pp_published")
+    st.download_button("Report (Markdown)", report_text(agg), "slarouter_paper_protocol.md", "text/markdown",
+                       on_click="ignore", key="w_pp_dl_md")
+
+
+with tab_paper:
+    paper_protocol_section()

@@ -11,7 +11,7 @@ from pathlib import Path
 from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
 from .encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder
-from .experiments import aggregate, format_table, load_any, run_slarouter_grid
+from .experiments import PROTOCOLS, aggregate, format_table, load_any, run_slarouter_grid
 from .router import MODES as ROUTER_MODES
 from .simulator import PAPER_SEEDS
 
@@ -130,12 +130,27 @@ def add_feedback_args(sp: argparse.ArgumentParser, several: bool = False) -> Non
 
     ``several``: ``--feedback`` takes one or more kinds (a grid axis, ``compare``)."""
     from .feedback import KINDS
+    from .judge import JUDGE_PRESETS
 
-    extra = dict(nargs="+", default=["iid"]) if several else dict(default="iid")
-    sp.add_argument("--feedback", choices=list(KINDS), **extra,
-                    help="how users give feedback (default iid)" + ("; several kinds = a grid axis" if several else ""))
-    sp.add_argument("--judge", default=None, choices=["acpbench", "gpqa"],
-                    help="labels come from a simulated LLM judge with the paper's error rates")
+    if several:  # a grid axis: kinds, or feedback presets / kind:key=value specs as they are
+        sp.add_argument("--feedback", nargs="+", default=None, metavar="MODEL",
+                        help=f"how users give feedback (default iid): a kind ({', '.join(KINDS)}), taking the "
+                             "options below, or a preset (judge-acpbench, fill-acpbench, fill-gpqa, ...) or "
+                             "kind:key=value spec (e.g. iid:judge_fill=acpbench,judge_budget=0.25) as it is; "
+                             "several = a grid axis")
+    else:
+        sp.add_argument("--feedback", choices=list(KINDS), default="iid", help="how users give feedback (default iid)")
+    sp.add_argument("--judge", default=None, choices=list(JUDGE_PRESETS),
+                    help="labels come from a simulated LLM judge with the paper's error rates (it replaces the "
+                         "users' thumbs)")
+    sp.add_argument("--judge-fill", default=None, choices=list(JUDGE_PRESETS),
+                    help="judge fill-in (the paper's protocol): users' thumbs as given, and a simulated LLM "
+                         "judge's verdict on the requests without them")
+    sp.add_argument("--judge-budget", type=float, default=None,
+                    help="judge fill-in: share of the requests without thumbs the judge labels (default 1.0)")
+    sp.add_argument("--judge-cost", type=float, default=None,
+                    help="one judge call in the data's cost unit (default: the cheapest model's mean cost per "
+                         "request on each benchmark); added to the operating cost")
     sp.add_argument("--burst-length", type=float, default=50.0, help="bursty: mean on-period (requests)")
     sp.add_argument("--on-fraction", type=float, default=0.25, help="bursty: share of time in bursts")
     sp.add_argument("--negative-ratio", type=float, default=3.0,
@@ -150,16 +165,29 @@ def add_feedback_args(sp: argparse.ArgumentParser, several: bool = False) -> Non
 def feedback_from_args(args: argparse.Namespace) -> tuple:
     """One ``FeedbackConfig`` per ``--feedback`` kind, with the shared parameter options;
     each is checked against every ``--feedback-rate`` (ValueError naming the problem)."""
-    from .feedback import FeedbackConfig
+    from .feedback import KINDS, FeedbackConfig
     from .judge import JUDGE_PRESETS
 
-    kinds = args.feedback if isinstance(args.feedback, list) else [args.feedback]
+    kinds = args.feedback if isinstance(args.feedback, list) else [args.feedback or "iid"]
     rates = args.feedback_rate if isinstance(args.feedback_rate, list) else [args.feedback_rate]
+    rates = [0.2 if r is None else r for r in rates]  # compare leaves it unset until apply_protocol
+    if args.judge_budget is not None and not args.judge_fill:
+        raise ValueError("--judge-budget is the share of unlabelled requests the judge fills in: add --judge-fill")
     out = []
     for kind in dict.fromkeys(kinds):
+        if kind not in KINDS:  # a preset or a kind:key=value spec, taken as it is
+            from .experiments import parse_feedback
+
+            fcfg = parse_feedback(kind)
+            for r in rates:
+                fcfg.check_rate(float(r))
+            out.append(fcfg)
+            continue
         fcfg = FeedbackConfig(kind=kind, burst_length=args.burst_length, on_fraction=args.on_fraction,
                               negative_ratio=args.negative_ratio, delay=args.delay, delay_dist=args.delay_dist,
-                              drift_mix=args.drift_mix, judge=JUDGE_PRESETS[args.judge] if args.judge else None)
+                              drift_mix=args.drift_mix, judge=JUDGE_PRESETS[args.judge] if args.judge else None,
+                              judge_fill=JUDGE_PRESETS[args.judge_fill] if args.judge_fill else None,
+                              judge_budget=1.0 if args.judge_budget is None else args.judge_budget)
         for r in rates:
             fcfg.check_rate(float(r))
         out.append(fcfg)
@@ -177,16 +205,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from .experiments import resolve_alpha
 
     alpha = args.alpha
-    probe = resolve_alpha(alpha, None)  # a number, or a rule name ('midpoint', 'paper')
+    probe = resolve_alpha(alpha, None)  # a number, or a rule name ('midpoint', 'paper', 'medium')
     router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps,
                           mode=args.mode)  # validates early
     (fcfg,) = feedback_from_args(args)
     if fcfg.kind == "drift" and not args.mixed:
         raise ValueError("--feedback drift changes the benchmark mix of one stream: add --mixed")
     emb = _embed(data, args.encoder, args.cache_dir)
+    _say_judge_cost(fcfg.judge_fill is not None, args.judge_cost)
     results = run_slarouter_grid(data, emb, router=router, alpha=alpha, benchmarks=args.benchmark,
                                  seeds=args.seeds, feedback_rate=args.feedback_rate,
-                                 per_benchmark=not args.mixed, progress=_progress("runs"), feedback=fcfg)
+                                 per_benchmark=not args.mixed, progress=_progress("runs"), feedback=fcfg,
+                                 judge_cost=args.judge_cost)
     table = format_table(aggregate(results))
     print(table)
     if args.out:
@@ -197,12 +227,46 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_judge_cost(fill: bool, given: float | None) -> None:
+    """State what a judge call costs (it is added to the operating cost)."""
+    if fill:
+        what = (f"{given:g} per call (--judge-cost)" if given is not None else
+                "per call, the cheapest model's mean cost per request on each benchmark (column judge_call_cost)")
+        print(f"judge fill-in: judge calls are charged {what}", file=sys.stderr)
+
+
+#: the methods ``compare`` runs by default (without ``--protocol``)
+COMPARE_METHODS = ("single", "random", "static_mixture", "oracle", "carrot", "causal", "messplus", "slarouter",
+                   "slarouter_ddv")
+
+
+def apply_protocol(args: argparse.Namespace) -> argparse.Namespace:
+    """The grid settings of ``--protocol`` (or the usual defaults) wherever a flag was not
+    given: every explicit flag overrides the protocol."""
+    proto = PROTOCOLS.get(args.protocol) if args.protocol else None
+    defaults = dict(methods=list(COMPARE_METHODS), seeds=list(PAPER_SEEDS), alpha=["midpoint"],
+                    feedback_rate=[0.2], feedback=["iid"])
+    if proto is not None:
+        defaults.update(methods=list(proto.methods), seeds=list(proto.seeds), alpha=[proto.alpha],
+                        feedback_rate=[proto.feedback_rate])
+        if args.feedback is None and args.judge is None and args.judge_fill is None:  # explicit feedback wins
+            args.judge_fill = proto.judge_fill
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import (PAPER_EXCLUDE, GridConfig, expand_presets, load_dataset, run_grid,
                               write_report, write_results)
 
     import pandas as pd
 
+    args = apply_protocol(args)
+    if args.protocol:
+        print(f"protocol {args.protocol}: {PROTOCOLS[args.protocol].description} (explicit flags override)",
+              file=sys.stderr)
     methods = expand_presets(args.methods)  # validates before the slow part
     _check_out(args.out, "--out", (".csv", ".json", ".parquet"))
     _check_out(args.markdown, "--markdown")
@@ -214,7 +278,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                           benchmarks=tuple(args.benchmark) if args.benchmark else None,
                           exclude_benchmarks=exclude, feedback_rates=tuple(args.feedback_rate),
                           alpha=alpha, history_fraction=args.history_fraction,
-                          feedback=feedback_from_args(args), mixed=args.mixed) for alpha in dict.fromkeys(alphas)]
+                          feedback=feedback_from_args(args), mixed=args.mixed, judge_cost=args.judge_cost)
+               for alpha in dict.fromkeys(alphas)]
+    _say_judge_cost(any(f.judge_fill is not None for f in configs[0].feedback), args.judge_cost)
     datasets = []
     for path in args.data:
         ds = load_dataset(path, encoder=args.encoder, cost=args.cost, cache_dir=args.cache_dir,
@@ -348,7 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(sim)
     sim.add_argument("--alpha", required=True,
                      help="SLA level in (0,1), or a rule per benchmark: 'midpoint' (between the two most "
-                          "expensive models) or 'paper' (1 point below the second most expensive)")
+                          "expensive models), 'paper' (the paper's rule for any zoo size) or 'medium' (1 point "
+                          "below the second most expensive)")
     sim.add_argument("--c", type=float, default=0.1, help="exploration constant (default 0.1)")
     sim.add_argument("--V", type=float, default=None, help="fixed V (default: data-driven)")
     sim.add_argument("--q-max", type=float, default=30.0, help="Q_max for data-driven V (default 30)")
@@ -368,19 +435,26 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--data", required=True, nargs="+", help="one or more datasets (parquet, or MESS+ file/folder)")
     cmp_.add_argument("--benchmark", nargs="+", default=None, help="benchmarks (default: all but mmlu_abstract_algebra)")
     cmp_.add_argument("--exclude", nargs="*", default=None, help="benchmarks to leave out")
-    cmp_.add_argument("--methods", nargs="+", default=["single", "random", "static_mixture", "oracle", "carrot",
-                                                      "causal", "messplus", "slarouter", "slarouter_ddv"],
-                      help="presets (single random static_mixture oracle carrot causal messplus slarouter "
+    cmp_.add_argument("--protocol", default=None, choices=list(PROTOCOLS),
+                      help="paper: the paper's protocol (judge fill-in with an ACPBench-grade judge, the paper's "
+                           "alpha rule, V=1e-5 and data-driven V, c=0.1, SGD lr 0.006, batch 16, seeds 42 1 1234, "
+                           "the paper's methods); every flag given explicitly overrides it")
+    cmp_.add_argument("--methods", nargs="+", default=None,
+                      help="(default: single random static_mixture oracle carrot causal messplus slarouter "
+                           "slarouter_ddv) presets (single random static_mixture oracle carrot causal messplus slarouter "
                            "slarouter_ddv slarouter_guarded slarouter_contextual) or method:key=value,... "
                            "e.g. slarouter:mode=contextual or slarouter:V=0.0001")
-    cmp_.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
-    cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=[0.2], help="one or more rates (a grid axis)")
+    cmp_.add_argument("--seeds", type=int, nargs="+", default=None, help="(default 42 1 1234)")
+    cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=None,
+                      help="one or more rates (a grid axis; default 0.2)")
     add_feedback_args(cmp_, several=True)
     cmp_.add_argument("--mixed", action="store_true",
                       help="one stream over all selected benchmarks per dataset (needed by --feedback drift)")
-    cmp_.add_argument("--alpha", default="midpoint", nargs="+",
-                      help="SLA level(s) in (0,1), or a rule per benchmark: 'midpoint' (default) or 'paper' "
-                           "(1 point below the second most expensive model); several = an alpha sweep")
+    cmp_.add_argument("--alpha", default=None, nargs="+",
+                      help="SLA level(s) in (0,1), or a rule per benchmark: 'midpoint' (default), 'paper' (the "
+                           "paper's rule for any zoo size: 1 point below what the cheapest model near the best and "
+                           "every dearer model reach) or 'medium' (1 point below the second most expensive "
+                           "model); several = an alpha sweep")
     cmp_.add_argument("--history-fraction", type=float, default=0.2,
                       help="share of each benchmark held out as history for CARROT/Causal (default 0.2)")
     cmp_.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")

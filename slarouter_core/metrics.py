@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .feedback import JUDGED
+
 #: the post-convergence window starts at this share of the stream, fixed in advance
 POST_CONVERGENCE_START = 0.5
 
@@ -20,6 +22,10 @@ class Summary:
     failures), so it read 1.6 to 3.8 points above the truth in a null test where every
     request is satisfied with probability exactly alpha. A fixed start passes that test
     (tests/core/test_metrics.py).
+
+    ``feedback`` counts the users' thumbs on served answers (plan codes 0/1); ``judged``
+    the served answers an LLM judge labelled instead (judge fill-in, codes 2/3): a judge
+    verdict is not a thumb, and it costs a judge call.
     """
 
     requests: int
@@ -36,6 +42,7 @@ class Summary:
     feedback: int
     final_q: float
     final_v: float
+    judged: int = 0
 
     @property
     def operating_cost_display(self) -> float:
@@ -86,7 +93,8 @@ def summarize(model: np.ndarray, satisfied: np.ndarray, cost: np.ndarray, q: np.
         post_convergence_satisfaction=post,
         convergence_step=k,
         explored=int(np.sum(explored)) if explored is not None else 0,
-        feedback=int(np.sum(feedback >= 0)) if feedback is not None else 0,
+        feedback=int(np.sum((feedback >= 0) & (feedback < JUDGED))) if feedback is not None else 0,
+        judged=int(np.sum(feedback >= JUDGED)) if feedback is not None else 0,
         final_q=float(q[-1]) if n else 0.0,
         final_v=float(v[-1]) if v is not None and n else float("nan"),
     )

@@ -65,7 +65,8 @@ def carrot(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
       the presence kinds (bursty, negative) and delays (offline: every label is in before
       training) do not change its training data; a ``judge`` does: its history labels
       are the judge's verdicts (seeded with ``(seed, 31)``), as they would be if the
-      judge labelled the history. Drift changes only the stream order it serves.
+      judge labelled the history. Judge fill-in (``judge_fill``) changes nothing: its
+      history has no unlabelled request to fill. Drift changes only the stream order it serves.
     """
     if tuning not in ("holdout", "loo"):
         raise ValueError(f"tuning must be 'holdout' or 'loo', got {tuning!r}")

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import RoutingData
-from ..feedback import FeedbackConfig, make_plan
-from ..feedback import NO_FEEDBACK
+from ..feedback import NO_FEEDBACK, FeedbackConfig, make_plan, thumbs_of
 from .common import (TAG_CAUSAL, TAG_CAUSAL_LOG, TRADEOFF_GRID, History, MethodResult, check_alpha,
                      check_embeddings, closest_to_alpha, common_stream, feedback_or_default, method_result,
                      require_history, tagged_rng)
@@ -117,7 +116,8 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
       (:func:`feedback.make_plan` over the log in history order, seeded with
       ``(seed, 32)``): bursty on/off periods, negativity bias (a logged failure is likelier
       to be labelled, which the DR estimate, built for labels missing at random, does
-      not correct), a judge's verdicts as outcomes. Delays do not matter offline (the
+      not correct), a judge's verdicts as outcomes (``judge``; judge fill-in is not its
+      protocol: the log keeps the users' thumbs only). Delays do not matter offline (the
       log is complete before training); drift changes only the stream order it serves.
     * lambda, unless given: ``folds``-fold cross-fitting over the feedback rows; each
       held-out fold's satisfaction under the policy is estimated doubly robustly (the
@@ -150,7 +150,7 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     if not fcfg.is_default:  # the log's feedback follows the run's feedback model
         log_plan = make_plan(a_log.astype(np.int8)[:, None], gives, log_rate,
                              _sub_seed(seed, TAG_CAUSAL_LOG), fcfg)
-        seen = log_plan.feedback[:, 0]
+        seen = thumbs_of(log_plan.feedback[:, 0])  # outcomes users logged: judge fill-in is not its protocol
         gives = seen != NO_FEEDBACK
         a_log = np.where(gives, seen, a_log).astype(np.float64)
     means = [c_log[t_log == t].mean() for t in range(M) if np.any(t_log == t)]

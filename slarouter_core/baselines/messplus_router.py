@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import RoutingData
-from ..feedback import FeedbackConfig
+from ..feedback import FeedbackConfig, thumbs_of
 from ..policies.schedule import data_driven_v, exploration_probability
 from ..predictor import PredictorConfig, SatisfactionPredictor
 from ..feedback import NO_FEEDBACK
@@ -42,7 +42,8 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
     the served model moves the queue; on an exploration step the predictor learns every
     model's verdict the plan gives (all of them under IID-like presence; under
     negativity bias each answer's verdict is present or not by its own label, as a
-    user rating all M answers would give it; a judge's labels are the judge's). Delayed
+    user rating all M answers would give it; a judge's labels are the judge's). Judge
+    fill-in (``judge_fill``) is SLARouter's protocol, not MESS+'s: it sees the thumbs only. Delayed
     feedback is honoured: a verdict on request i (queue step and, for exploration, the
     predictor update) takes effect after request ``i + delay - 1`` was served (delay 0
     or 1: at once), exactly when the simulator hands SLARouter the same verdict.
@@ -57,7 +58,7 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
         raise ValueError(f"V must be > 0 (or None for data-driven V), got {V!r}")
     N, M = data.n_requests, data.n_models
     order, plan, mseed = common_stream(data, seed, feedback_rate, feedback)
-    fb = plan.feedback
+    fb = thumbs_of(plan.feedback)  # MESS+ learns from user feedback only: judge fill-in is not its protocol
     policy_ss, buffer_ss, pred_ss = np.random.SeedSequence(int(mseed)).spawn(3)
     policy_rng = np.random.Generator(np.random.PCG64(policy_ss))
     buffer_rng = np.random.Generator(np.random.PCG64(buffer_ss))

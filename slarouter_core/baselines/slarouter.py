@@ -75,6 +75,9 @@ def slarouter_router(data: RoutingData, embeddings: np.ndarray, alpha: float, se
     from the run. ``V`` absent or None means data-driven V. ``feedback`` (the run's
     feedback model) goes to ``SimulationConfig.feedback``: the simulator builds the same
     plan as :func:`common.common_stream` and handles every kind (delays included) in both modes.
+    Under judge fill-in each mode uses the judge's verdicts its own way (paper mode: as
+    labels, the paper's protocol; see ``SLARouter.judge_use``). ``info["first_at_risk"]``:
+    the router's first at-risk warning at the end of the run (None if none).
     """
     alpha = check_alpha(alpha)
     X = check_embeddings(data, embeddings)
@@ -86,4 +89,5 @@ def slarouter_router(data: RoutingData, embeddings: np.ndarray, alpha: float, se
                         cost=np.asarray(a["cost"], np.float64), extra_cost=0.0, summary=sim.summary(),
                         explored=a["explored"], q=a["q"],
                         info={"config": sim_cfg.router.to_dict(), "final_v": float(a["v"][-1]),
-                              "lcb": sim.router.certified_lower_bound()})
+                              "lcb": sim.router.certified_lower_bound(),
+                              "first_at_risk": sim.router.sla_status()["first_at_risk"]})

@@ -34,16 +34,20 @@ Modules, in the order data flows through them:
 - :mod:`.legacy`: the SLARouter-only grid of ``slarouter simulate``
 - :mod:`.aggregation`: mean/std over seeds, SLA verdict, cheapest, overview, gaps
 - :mod:`.report`: Markdown tables and result files
+- :mod:`.paper`: the paper's protocol preset, its scoring beside ours, the published
+  Table 2 beside our figures
 """
 
 from .aggregation import QUEUE_METHODS, aggregate, gaps, group_keys, overview
-from .alpha import ALPHA_RULES, MEET_SHARE, resolve_alpha, seeds_needed
+from .alpha import ALPHA_RULES, MEET_SHARE, paper_rule_alpha, resolve_alpha, seeds_needed
 from .backends import ERROR_POLICIES, run_grid
 from .datasets import Dataset, ProgressFn, load_any, load_dataset
 from .feedback_axis import (FEEDBACK_CHOICES, FEEDBACK_FIELDS, FEEDBACK_PRESETS, feedback_columns, feedback_name, feedback_params,
                             parse_feedback)
 from .grid import DEFAULT_HISTORY_FRACTION, PAPER_EXCLUDE, GridConfig, Task, plan_grid
 from .legacy import run_slarouter_grid
+from .paper import (PAPER_METHODS, PROTOCOLS, Protocol, format_paper_section, paper_scores, protocol_summary,
+                    published_comparison)
 from .report import (CHEAPEST_NOTE, PIVOT_METRICS, SEEDS_MET_NOTE, SWEEP_LABELS, comparison_table, format_gaps,
                      format_overview, format_table, markdown_table, pivot_table, report_text, write_report,
                      write_results)
@@ -57,4 +61,5 @@ __all__ = ["QUEUE_METHODS", "aggregate", "gaps", "group_keys", "overview", "ALPH
            "plan_grid", "run_slarouter_grid", "CHEAPEST_NOTE", "PIVOT_METRICS", "SEEDS_MET_NOTE",
            "SWEEP_LABELS", "comparison_table", "markdown_table", "pivot_table", "report_text", "format_gaps", "format_overview", "format_table", "write_report",
            "write_results", "ROW_COLUMNS", "error_row", "run_task", "DEFAULT_METHODS", "PRESETS", "MethodSpec",
-           "expand_presets", "parse_method"]
+           "expand_presets", "parse_method", "PAPER_METHODS", "PROTOCOLS", "Protocol", "format_paper_section",
+           "paper_scores", "protocol_summary", "published_comparison", "paper_rule_alpha"]

@@ -24,11 +24,15 @@ def _feedback_presets() -> dict[str, FeedbackConfig]:
     out = {k: FeedbackConfig(kind=k) for k in FEEDBACK_KINDS}  # type: ignore[arg-type]
     for name, judge in JUDGE_PRESETS.items():
         out[f"judge-{name}"] = FeedbackConfig(judge=judge)
+    for name, judge in JUDGE_PRESETS.items():
+        out[f"fill-{name}"] = FeedbackConfig(judge_fill=judge)
     return out
 
 
-#: named feedback models: each kind with its defaults, and IID labels from the paper's
-#: simulated judges (``judge-acpbench``, ``judge-gpqa``)
+#: named feedback models: each kind with its defaults, IID labels from the paper's
+#: simulated judges (``judge-acpbench``, ``judge-gpqa``: the judge *replaces* the thumbs),
+#: and the paper's protocol, users' thumbs with the judge filling in on every request
+#: without them (``fill-acpbench``, ``fill-gpqa``)
 FEEDBACK_PRESETS: dict[str, FeedbackConfig] = _feedback_presets()
 
 
@@ -41,6 +45,9 @@ def _describe(name: str) -> str:
              "drift": "workload drift: the benchmark mix changes along one mixed stream"}
     if name.startswith("judge-"):
         return f"IID labels from a simulated LLM judge ({name[len('judge-'):]} error rates)"
+    if name.startswith("fill-"):
+        return (f"the paper's protocol: IID thumbs, and a simulated LLM judge ({name[len('fill-'):]} error "
+                "rates) labels every request without them")
     return kinds[name]
 
 
@@ -52,7 +59,8 @@ FEEDBACK_CHOICES: dict[str, str] = {k: _describe(k) for k, v in FEEDBACK_PRESETS
 def parse_feedback(value: FeedbackConfig | str | Mapping[str, Any]) -> FeedbackConfig:
     """A :class:`FeedbackConfig`, a preset name (:data:`FEEDBACK_PRESETS`), a dict of its
     fields, or ``kind:key=value,...`` (e.g. ``bursty:burst_length=20,on_fraction=0.5``,
-    ``delayed:delay=200,delay_dist=geometric``, ``iid:judge=gpqa``)."""
+    ``delayed:delay=200,delay_dist=geometric``, ``iid:judge=gpqa``, or judge fill-in
+    ``iid:judge_fill=acpbench,judge_budget=0.25``)."""
     if isinstance(value, FeedbackConfig):
         return value
     if isinstance(value, Mapping):
@@ -72,9 +80,10 @@ def parse_feedback(value: FeedbackConfig | str | Mapping[str, Any]) -> FeedbackC
     from ..judge import JUDGE_PRESETS
 
     kw: dict[str, Any] = {"kind": kind}
-    known = {"burst_length", "on_fraction", "negative_ratio", "delay", "delay_dist", "drift_mix", "judge"}
+    known = {"burst_length", "on_fraction", "negative_ratio", "delay", "delay_dist", "drift_mix", "judge",
+             "judge_fill", "judge_budget"}
     for key, raw in _key_values(rest, text, "feedback", known):
-        if key == "judge":
+        if key in ("judge", "judge_fill"):
             if raw not in JUDGE_PRESETS:
                 raise ValueError(f"unknown judge {raw!r}: choose {', '.join(JUDGE_PRESETS)}")
             kw[key] = JUDGE_PRESETS[raw]
@@ -93,6 +102,9 @@ def feedback_params(fcfg: FeedbackConfig) -> dict[str, Any]:
     out: dict[str, Any] = {k: getattr(fcfg, k) for k in FEEDBACK_FIELDS[fcfg.kind]}
     if fcfg.judge is not None:
         out["judge"] = fcfg.judge.to_dict()
+    if fcfg.judge_fill is not None:
+        out["judge_fill"] = fcfg.judge_fill.to_dict()
+        out["judge_budget"] = fcfg.judge_budget
     return out
 
 
@@ -104,6 +116,9 @@ def feedback_name(fcfg: FeedbackConfig) -> str:
     name = fcfg.kind + (f"({','.join(diff)})" if diff else "")
     if fcfg.judge is not None:
         name += f"+judge({fcfg.judge.name})"
+    if fcfg.judge_fill is not None:
+        budget = "" if fcfg.judge_budget == 1.0 else f",budget={fcfg.judge_budget:g}"
+        name += f"+fill({fcfg.judge_fill.name}{budget})"
     return name
 
 

@@ -13,6 +13,7 @@ from ..baselines import check_params
 from ..data import RoutingData
 from ..feedback import FeedbackConfig
 from ..simulator import PAPER_SEEDS
+from ..validation import check_number
 from .alpha import resolve_alpha
 from .datasets import Dataset
 from .feedback_axis import feedback_name, parse_feedback
@@ -33,7 +34,10 @@ class GridConfig:
     parameter axes of the grid. In each cell every method runs on the same stream with
     the same feedback plan. ``mixed``: one stream over all selected benchmarks of a
     dataset (benchmark ``"a+b+..."``) instead of one per benchmark; workload drift
-    (``drift``) needs it, since it changes the benchmark mix of the stream."""
+    (``drift``) needs it, since it changes the benchmark mix of the stream.
+    ``judge_cost``: what one LLM-judge call costs in the data's cost unit (judge fill-in
+    charges it per judged request); None: the cheapest model's mean cost per request on
+    each benchmark, a judge being at least as dear as the smallest model of the zoo."""
 
     methods: tuple[MethodSpec, ...] = DEFAULT_METHODS
     seeds: tuple[int, ...] = PAPER_SEEDS
@@ -44,6 +48,7 @@ class GridConfig:
     history_fraction: float = DEFAULT_HISTORY_FRACTION
     feedback: tuple[FeedbackConfig, ...] = (FeedbackConfig(),)
     mixed: bool = False
+    judge_cost: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("methods", "seeds", "feedback_rates", "exclude_benchmarks"):
@@ -86,6 +91,8 @@ class GridConfig:
         object.__setattr__(self, "feedback", fb)
         if not isinstance(self.mixed, bool):
             raise ValueError("mixed must be True or False")
+        if self.judge_cost is not None:
+            object.__setattr__(self, "judge_cost", check_number("judge_cost", self.judge_cost, low=0.0))
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ class Task:
     history_fraction: float
     spec: MethodSpec
     feedback: FeedbackConfig = FeedbackConfig()
+    judge_cost: float | None = None
 
 
 def _slim(data: RoutingData) -> RoutingData:
@@ -153,7 +161,8 @@ def plan_grid(datasets: Dataset | Sequence[Dataset], config: GridConfig
                     for seed in config.seeds:
                         for spec in specs:
                             tasks.append(Task(len(tasks), ds.name, b, alpha, int(seed), float(rate),
-                                              float(config.history_fraction), spec, fcfg))
+                                              float(config.history_fraction), spec, fcfg,
+                                              config.judge_cost))
     return tasks, payloads
 
 

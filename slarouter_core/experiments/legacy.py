@@ -17,17 +17,21 @@ from .alpha import resolve_alpha
 from .datasets import ProgressFn
 from .feedback_axis import feedback_columns, parse_feedback
 from .grid import rows_of
+from .runs import judge_call_cost
 
 
 def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: RouterConfig | None = None,
                        alpha: float | str = "midpoint", benchmarks: Sequence[str] | None = None,
                        seeds: Iterable[int] = PAPER_SEEDS, feedback_rate: float = 0.2,
                        per_benchmark: bool = True, progress: ProgressFn | None = None,
-                       feedback: FeedbackConfig | str | None = None) -> pd.DataFrame:
+                       feedback: FeedbackConfig | str | None = None,
+                       judge_cost: float | None = None) -> pd.DataFrame:
     """SLARouter on each benchmark's own stream (or one mixed stream) for every seed,
     on the whole benchmark (no history split; see :func:`run_grid` for the comparison).
     ``feedback``: the feedback model (a :class:`FeedbackConfig`, preset name or
-    ``kind:key=value``; default IID); workload drift needs ``per_benchmark=False``."""
+    ``kind:key=value``; default IID); workload drift needs ``per_benchmark=False``.
+    ``judge_cost``: one judge call under judge fill-in (default :func:`runs.judge_call_cost`),
+    added to ``operating_cost`` (columns ``judge_calls``, ``judge_cost``)."""
     fcfg = parse_feedback(feedback) if feedback is not None else FeedbackConfig()
     fcfg.check_rate(float(feedback_rate))
     names = list(benchmarks) if benchmarks else data.benchmark_names
@@ -50,13 +54,16 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
         for seed in seeds:
             sim = simulate(sub, emb, SimulationConfig(cfg, feedback_rate=feedback_rate, seed=seed, feedback=fcfg))
             s = sim.summary()
+            scale = 1e-6 if s.cost_unit == "J" else 1.0
+            judge = s.judged * judge_call_cost(sub, judge_cost) * scale
             row = {"benchmark": "+".join(group), "seed": seed, "method": "SLARouter",
                    "alpha": a, "c": cfg.c, "V": cfg.V if cfg.V is not None else "data-driven",
                    "feedback_rate": feedback_rate, **fcols, "requests": s.requests,
-                   "operating_cost": s.operating_cost_display, "cost_unit": s.display_unit,
+                   "operating_cost": s.operating_cost_display + judge, "cost_unit": s.display_unit,
                    "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
                    "sla_met": s.sla_met, "lcb": sim.router.certified_lower_bound(),
-                   "explored": s.explored, "feedback": s.feedback, "final_v": s.final_v}
+                   "explored": s.explored, "feedback": s.feedback, "judge_calls": s.judged, "judge_cost": judge,
+                   "final_v": s.final_v}
             for m, r in zip(s.models, s.call_ratio):
                 row[f"calls_{m}"] = r
             rows.append(row)

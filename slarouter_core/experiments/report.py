@@ -126,10 +126,14 @@ def write_results(results: pd.DataFrame, path: str | Path) -> Path:
 
 def report_text(agg: pd.DataFrame) -> str:
     """The Table-2 report of aggregated results as Markdown: overview, SLARouter against
-    the references (when it ran), and one table per benchmark."""
+    the references (when it ran), the paper's scoring beside ours and the published
+    Table 2 beside our figures (:mod:`.paper`), and one table per benchmark."""
     text = "### Overview\n\n" + format_overview(agg) + "\n\n"
     if "method_key" in agg.columns and (agg["method_key"] == "slarouter").any():
         text += "### SLARouter against the references\n\n" + format_gaps(agg) + "\n\n"
+    from .paper import format_paper_section
+
+    text += format_paper_section(agg) + "\n"
     return text + "### Per benchmark\n\n" + format_table(agg) + "\n"
 
 

@@ -15,11 +15,16 @@ from .grid import Task
 
 
 #: the columns of every tidy row; ``V`` is the spec's fixed V (NaN when V is data-driven
-#: or the method has none), so a V sweep reads its x-axis without parsing labels
+#: or the method has none), so a V sweep reads its x-axis without parsing labels.
+#: ``operating_cost`` = ``stream_cost`` + ``training_cost`` + ``judge_cost`` (the LLM
+#: judge's calls under judge fill-in: ``judge_calls`` x ``judge_call_cost``);
+#: ``feedback`` counts thumbs only; ``first_at_risk``: the router's first at-risk
+#: warning (request index; NaN if none, or for methods without one)
 ROW_COLUMNS = ("dataset", "benchmark", "method", "method_key", "params", "V", "seed", "feedback_rate",
                "feedback_model", "feedback_kind", "feedback_params", "history_fraction", "alpha", "n_stream",
                "n_history", "cost_unit", "stream_cost", "training_cost", "operating_cost", "satisfaction",
-               "post_convergence_satisfaction", "sla_met", "lcb", "explored", "feedback", "final_q", "final_v", "tuned")
+               "post_convergence_satisfaction", "sla_met", "lcb", "first_at_risk", "explored", "feedback",
+               "judge_calls", "judge_call_cost", "judge_cost", "final_q", "final_v", "tuned")
 
 
 def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
@@ -36,6 +41,9 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
             raise ValueError(f"bad parameters for {task.spec.method}: {exc}") from None
     s = r.summary
     scale = 1e-6 if s.cost_unit == "J" else 1.0
+    call_cost = judge_call_cost(data, task.judge_cost)
+    judge_cost = s.judged * call_cost
+    at_risk = r.info.get("first_at_risk")
     row = {
         "dataset": task.dataset, "benchmark": task.benchmark, "method": task.spec.name,
         "method_key": task.spec.method, "params": task.spec.params_json(), "V": task.spec.fixed_v, "seed": task.seed,
@@ -43,15 +51,26 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
         "history_fraction": task.history_fraction, "alpha": task.alpha, "n_stream": stream.n_requests,
         "n_history": history.n,
         "cost_unit": s.display_unit, "stream_cost": s.operating_cost * scale,
-        "training_cost": r.extra_cost * scale, "operating_cost": r.total_cost * scale,
+        "training_cost": r.extra_cost * scale, "operating_cost": (r.total_cost + judge_cost) * scale,
         "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
         "sla_met": bool(s.satisfaction >= task.alpha), "lcb": float(r.info.get("lcb", math.nan)),
-        "explored": s.explored, "feedback": s.feedback,
+        "first_at_risk": math.nan if at_risk is None else float(at_risk),
+        "explored": s.explored, "feedback": s.feedback, "judge_calls": s.judged,
+        "judge_call_cost": call_cost * scale, "judge_cost": judge_cost * scale,
         "final_q": s.final_q, "final_v": s.final_v, "tuned": info_json(r.info),
     }
     for m, ratio in zip(s.models, s.call_ratio):
         row[f"calls_{m}"] = ratio
     return row
+
+
+def judge_call_cost(data: RoutingData, given: float | None) -> float:
+    """One LLM-judge call in the data's cost unit: ``given``, or by default the cheapest
+    model's mean cost per request on ``data`` (a judge reads the request and the answer,
+    so it costs at least what the smallest model of the zoo does)."""
+    if given is not None:
+        return float(given)
+    return float(np.asarray(data.costs, np.float64).mean(axis=0).min()) if data.n_requests else 0.0
 
 
 def error_row(task: Task, data: RoutingData, message: str) -> dict:

@@ -167,3 +167,49 @@ def test_a_chart_that_cannot_be_rendered_is_explained(monkeypatch):
     labels = download_labels(at)
     assert "Chart (PNG)" in labels and "Chart (SVG)" not in labels
     st.cache_data.clear()
+
+
+# -- the paper's protocol preset (issue 21) --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def paper_named_data(tmp_path_factory):
+    """Toy data whose benchmarks carry two of the paper's names (boolq, winogrande)."""
+    from slarouter_core.data import write_parquet
+    from tests.conftest import make_frame
+
+    frame = make_frame(n=200, seed=3)
+    frame["benchmark"] = frame["benchmark"].map({"alpha_bench": "boolq", "beta_bench": "winogrande"})
+    return write_parquet(frame, tmp_path_factory.mktemp("paper") / "paper_named.parquet")
+
+
+def test_paper_protocol_preset_scores_the_papers_way_beside_the_published_table(paper_named_data):
+    at = open_app(PAGE, src="path", path=str(paper_named_data))
+    at.multiselect(key="w_pp_methods").set_value(["single", "messplus", "slarouter"])
+    at.text_input(key="w_pp_seeds").set_value("42, 1").run()
+    at.button(key="w_pp_run").click().run()
+    assert not at.exception and not at.error
+    rows = at.session_state.pp_rows
+    slr = rows[rows["method_key"] == "slarouter"]
+    assert (slr["judge_calls"] > 0).all() and (rows.loc[rows["method_key"] != "slarouter", "judge_calls"] == 0).all()
+    assert set(rows["feedback_model"]) == {"iid+fill(acpbench-gpt5.4-reasoning)"} and set(rows["feedback_rate"]) == {0.2}
+    scores, side = tables(at)
+    assert {"paper: mean ≥ alpha", "post-convergence (%)", "ours: seeds ≥ alpha"} <= set(scores.columns)
+    assert list(side["benchmark"]) == ["boolq", "winogrande"]
+    assert list(side["alpha published (%)"]) == [85.0, 73.0]
+    assert all(v.split(":")[0] in ("reproduced", "partly", "not reproduced") for v in side["verdict"])
+    assert any("Qwen3.5" in i.value for i in at.info)  # the paper's zoo is not the loaded one
+    assert {"Scores (CSV)", "Published beside ours (Markdown)", "Report (Markdown)"} <= download_labels(at)
+    # another judge: the GPQA-grade one
+    at.selectbox(key="w_pp_judge").set_value("gpqa").run()
+    at.button(key="w_pp_run").click().run()
+    assert set(at.session_state.pp_rows["feedback_model"]) == {"iid+fill(gpqa-gpt5.4-reasoning)"}
+
+
+def test_paper_protocol_on_data_the_paper_does_not_have():
+    at = open_app(PAGE)
+    at.multiselect(key="w_pp_methods").set_value(["slarouter"])
+    at.text_input(key="w_pp_seeds").set_value("1").run()
+    at.button(key="w_pp_run").click().run()
+    assert not at.exception and not at.error
+    assert [list(t.columns)[:3] for t in tables(at)] == [["benchmark", "alpha (%)", "method"]]  # scores only
+    assert any("None of the loaded benchmarks is in the published table" in c.value for c in at.caption)

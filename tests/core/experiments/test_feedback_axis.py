@@ -105,3 +105,21 @@ def test_the_pickers_choices_run_on_one_benchmark():
     assert "drift" not in E.FEEDBACK_CHOICES and {"iid", "bursty", "negative", "delayed"} <= set(E.FEEDBACK_CHOICES)
     assert all(name in E.FEEDBACK_PRESETS for name in E.FEEDBACK_CHOICES)
     E.GridConfig(feedback=tuple(E.FEEDBACK_CHOICES))  # every choice is valid on per-benchmark streams
+
+
+def test_judge_fill_in_as_a_feedback_spec_and_preset():
+    from slarouter_core.judge import JUDGE_PRESETS
+
+    f = E.parse_feedback("iid:judge_fill=acpbench,judge_budget=0.25")
+    assert f.judge_fill == JUDGE_PRESETS["acpbench"] and f.judge_budget == 0.25 and f.judge is None
+    assert E.feedback_name(f) == "iid+fill(acpbench-gpt5.4-reasoning,budget=0.25)"
+    assert E.feedback_params(f)["judge_budget"] == 0.25 and "judge_fill" in E.feedback_params(f)
+    assert E.parse_feedback("fill-gpqa") == FeedbackConfig(judge_fill=JUDGE_PRESETS["gpqa"])
+    assert E.feedback_name(E.parse_feedback("fill-gpqa")) == "iid+fill(gpqa-gpt5.4-reasoning)"
+    assert "fill-acpbench" in E.FEEDBACK_CHOICES and "paper's protocol" in E.FEEDBACK_CHOICES["fill-acpbench"]
+    with pytest.raises(ValueError, match="judge_budget"):
+        E.parse_feedback("iid:judge_fill=gpqa,judge_budget=2")
+    with pytest.raises(ValueError, match="cannot both be set"):
+        E.parse_feedback("iid:judge=gpqa,judge_fill=gpqa")
+    with pytest.raises(ValueError, match="unknown judge"):
+        E.parse_feedback("iid:judge_fill=gpt")
