@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .feedback import JUDGED
+from .feedback import judge_calls, n_thumbs
 
 #: the post-convergence window starts at this share of the stream, fixed in advance
 POST_CONVERGENCE_START = 0.5
@@ -93,8 +93,8 @@ def summarize(model: np.ndarray, satisfied: np.ndarray, cost: np.ndarray, q: np.
         post_convergence_satisfaction=post,
         convergence_step=k,
         explored=int(np.sum(explored)) if explored is not None else 0,
-        feedback=int(np.sum((feedback >= 0) & (feedback < JUDGED))) if feedback is not None else 0,
-        judged=int(np.sum(feedback >= JUDGED)) if feedback is not None else 0,
+        feedback=n_thumbs(feedback) if feedback is not None else 0,
+        judged=judge_calls(feedback) if feedback is not None else 0,
         final_q=float(q[-1]) if n else 0.0,
         final_v=float(v[-1]) if v is not None and n else float("nan"),
     )
