@@ -200,7 +200,7 @@ def verdict(gap_pp: float, ratio: float, pub_gap_pp: float, pub_ratio: float) ->
 def format_paper_section(agg: pd.DataFrame) -> str:
     """Markdown: the paper's scoring beside ours, and the published figures beside ours
     (when the data has benchmarks the paper has)."""
-    from .report import markdown_table
+    from .markdown import markdown_table
 
     summary = protocol_summary(agg)
     text = ""

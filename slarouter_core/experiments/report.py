@@ -12,6 +12,7 @@ import pandas as pd
 
 from .aggregation import aggregate, gaps, group_keys, overview
 from .alpha import MEET_SHARE, seeds_needed
+from .markdown import markdown_table
 
 
 def _fmt_group_title(r: pd.Series, keys: list[str]) -> str:
@@ -247,21 +248,3 @@ def pivot_table(agg: pd.DataFrame, column: str, metric: str = PIVOT_METRICS[0],
     if metric in ("satisfaction and cost", "seeds ≥ alpha"):
         wide = wide.fillna("–")
     return wide.reset_index().rename(columns={k: k.replace("_", " ") for k in rows})
-
-
-def _markdown_cell(value: Any) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else ""
-    if isinstance(value, (float, np.floating)):
-        return "–" if math.isnan(value) else f"{value:.4g}"
-    return str(value).replace("|", "\\|")
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """A frame as a Markdown table (numbers to 4 significant digits, NaN as "–", True as
-    "yes"), without the optional ``tabulate`` dependency of ``DataFrame.to_markdown``."""
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    lines = [head, "|" + "---|" * len(frame.columns)]
-    for row in frame.itertuples(index=False, name=None):
-        lines.append("| " + " | ".join(_markdown_cell(v) for v in row) + " |")
-    return "\n".join(lines)

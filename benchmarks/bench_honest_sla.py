@@ -1,0 +1,195 @@
+"""An honest SLA router: does it hold alpha on zoos it has never seen, warn early where it
+cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output)
+
+    python benchmarks/bench_honest_sla.py                  # 20 seeds, every scenario
+    python benchmarks/bench_honest_sla.py --seeds 5 --scenarios demo zoos
+
+Per scenario the paper, guarded and contextual modes run side by side on the same 20
+seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
+no per-dataset tuning):
+
+* demo: the built-in synthetic demo, one mixed stream;
+* llama: the shared Llama-3 data, 8 benchmarks mixed (MMLU abstract algebra left out);
+* zoos: synthetic 11-model zoos whose costs are unrelated to skill
+  (``generate_demo_frame(3000, z, random_zoo_models(11, 100 + z))``, z = 0, 2);
+* unseen: zoos no default was tuned on: 4-model zoos (``random_zoo_models(4, 200 + z)``),
+  and 11-model zoos whose priciest model is not the most accurate, with alpha between
+  their two most accurate models (``random_zoo_models(11, 300 + z)``), z = 0, 1;
+* judge rows (``+ judge``): the same streams with judge fill-in (an ACPBench-grade judge,
+  ``FeedbackConfig(judge_fill=...)``): users' thumbs where they gave them, the judge's
+  verdict on every other answer and on the thumbed ones (the calibration pairs). A judge
+  call costs the zoo's cheapest model's mean cost per request, counted in the cost.
+
+Columns: "met" = whole-stream satisfaction >= alpha in at least 18 of 20 seeds; cost is
+the mean cost per request (judge calls included) over the static mixture's (the cheapest
+text-blind mix that reaches alpha with the stream's own accuracies, known in hindsight);
+"own LCB" the router's end-of-stream claimed bound (paper mode claims none); "warned" the
+missed seeds whose router raised "SLA at risk" before half of the stream, out of all
+missed seeds; "silent" the seeds whose own bound cleared alpha while the truth did not, out
+of the seeds whose bound cleared alpha; "false alarms" the seeds that met alpha but were
+warned. The last table prints the judge's break-even price: the price per call at which
+fill-in stops paying for itself (the contextual router's cost without the judge minus its
+stream cost with it, per judge call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from slarouter_core.baselines import static_mixture_lp  # noqa: E402
+from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
+from slarouter_core.embedding_cache import embed_texts  # noqa: E402
+from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
+from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
+from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
+from slarouter_core.router import RouterConfig  # noqa: E402
+from slarouter_core.simulator import SimulationConfig, simulate  # noqa: E402
+from slarouter_core.synthetic import generate_demo_frame, random_zoo_models  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
+MODES = ("paper", "guarded", "contextual")
+SCENARIOS = ("demo", "llama", "zoos", "unseen")
+
+
+def synthetic(n_models: int, seed: int, z: int) -> RoutingData:
+    return from_frame(generate_demo_frame(3000, z, random_zoo_models(n_models, seed)), cost="energy_joules")
+
+
+def between_best_two(data: RoutingData) -> float:
+    acc = np.sort(data.solved.mean(0))[::-1]
+    return float((acc[0] + acc[1]) / 2)
+
+
+def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int, fb: FeedbackConfig,
+            call_cost: float) -> tuple:
+    sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode=mode), feedback_rate=0.2, seed=seed,
+                                             feedback=fb))
+    a = sim.arrays()
+    calls = judge_calls(a["feedback"])
+    stream = float(a["cost"].mean())
+    status = sim.router.sla_status()
+    return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
+            calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"])
+
+
+def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int) -> list[dict]:
+    from joblib import Parallel, delayed
+
+    fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
+    call_cost = float(data.costs.mean(0).min()) if judge else 0.0
+    mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
+    tasks = [(m, s) for m in modes for s in seeds]
+    out = Parallel(n_jobs=jobs)(delayed(one_run)(data, X, m, alpha, s, fb, call_cost) for m, s in tasks)
+    rows = []
+    half = data.n_requests / 2
+    for m in modes:
+        res = [r for (mm, _), r in zip(tasks, out) if mm == m]
+        sat = np.array([r[0] for r in res])
+        lcb = np.array([r[4] for r in res])
+        first = [r[5] for r in res]
+        missed = sat < alpha
+        cleared = np.isfinite(lcb) & (lcb >= alpha)
+        rows.append(dict(
+            scenario=name + (" + judge" if judge else ""), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
+            sat=float(sat.mean()), sat_min=float(sat.min()),
+            lcb=float(np.nanmean(lcb)) if np.isfinite(lcb).any() else math.nan,
+            cost=float(np.mean([r[1] for r in res]) / mix), stream=float(np.mean([r[2] for r in res]) / mix),
+            calls=float(np.mean([r[3] for r in res])), call_cost=call_cost / mix,
+            warned=sum(1 for ms, f in zip(missed, first) if ms and f is not None and f < half), missed=int(missed.sum()),
+            silent=int((cleared & missed).sum()), cleared=int(cleared.sum()),
+            false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None)))
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    print("\n| stream | mode | alpha | seeds >= alpha | met | satisfaction mean (min) | own LCB | cost / static mixture "
+          "| of it judge | missed seeds warned before half | silent misses / bound cleared | false alarms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        lcb = "–" if math.isnan(r["lcb"]) else f"{100 * r['lcb']:.1f}%"
+        judge = f"{r['cost'] - r['stream']:.2f}x" if r["calls"] else "–"
+        claims = r["mode"] != "paper"
+        print(f"| {r['scenario']} | {r['mode']} | {100 * r['alpha']:.1f}% | {r['met']}/{r['n']} | "
+              f"{'yes' if r['met'] >= seeds_needed(r['n']) else 'no'} | {100 * r['sat']:.1f}% "
+              f"({100 * r['sat_min']:.1f}%) | {lcb} | {r['cost']:.2f}x | {judge} | "
+              + (f"{r['warned']}/{r['missed']} | {r['silent']}/{r['cleared']} | {r['false_alarms']} |" if claims
+                 else "– | – | – |"), flush=True)
+
+
+def break_even(plain: list[dict], judged: list[dict]) -> None:
+    """Price per judge call at which the contextual router's fill-in stops paying."""
+    for p, j in zip(plain, judged):
+        if p["mode"] != "contextual" or not j["calls"]:
+            continue
+        price = (p["cost"] - j["stream"]) / j["calls"]
+        print(f"| {p['scenario']} | {j['calls']:.2f} | {j['call_cost']:.3f}x | {price:.3f}x | "
+              f"{'pays' if price > j['call_cost'] else 'does not pay'} |", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    seeds = list(range(args.seeds))
+    t0 = time.perf_counter()
+    print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, defaults only")
+    streams = []
+    if "demo" in args.scenarios:
+        demo = load_any(ROOT / "data" / "demo.parquet")
+        streams.append(("demo (mixed)", demo, midpoint_alpha(demo), True))
+    if "llama" in args.scenarios:
+        if SHARED.exists():
+            full = load_any(SHARED)
+            llama = full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
+            streams.append(("llama-3, 8 mixed", llama, midpoint_alpha(llama), True))
+        else:
+            print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
+    if "zoos" in args.scenarios:
+        for z in (0, 2):
+            zoo = synthetic(11, 100 + z, z)
+            streams.append((f"11-model zoo {z}", zoo, midpoint_alpha(zoo), False))
+    if "unseen" in args.scenarios:
+        for z in (0, 1):
+            four = synthetic(4, 200 + z, z)
+            streams.append((f"unseen 4-model zoo {z}", four, midpoint_alpha(four), False))
+        for z in (0, 1):
+            hard = synthetic(11, 300 + z, z)
+            acc, cost = hard.solved.mean(0), hard.costs.mean(0)
+            note = "priciest not best" if np.argmax(cost) != np.argmax(acc) else "priciest best"
+            streams.append((f"unseen 11-model zoo {z} ({note}; alpha between its best two)", hard,
+                            between_best_two(hard), False))
+    plain_rows, judge_rows = [], []
+    for name, data, alpha, with_judge in streams:
+        X = embed_texts(data.texts, "minilm")
+        rows = run(name, data, X, alpha, seeds, args.modes, False, args.jobs)
+        print_rows(rows)
+        plain_rows += rows
+        if with_judge:
+            jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs)
+            print_rows(jrows)
+            judge_rows.append((rows, jrows))
+    if judge_rows:
+        print("\nJudge break-even: the price per call (as a multiple of the static mixture's cost per request) "
+              "below which judge fill-in lowers the contextual router's cost\n")
+        print("| stream | judge calls per request | price charged | break-even price | at the price charged |")
+        print("|---|---|---|---|---|")
+        for rows, jrows in judge_rows:
+            break_even(rows, jrows)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
