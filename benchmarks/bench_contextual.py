@@ -167,7 +167,7 @@ def phases(name: str, data: RoutingData, X: np.ndarray, alpha: float, ctx: Conte
     pol = r.policy
     print(f"\nheadroom: most accurate model {100 * data.solved.mean(0).max():.1f}% - alpha = "
           f"{100 * (data.solved.mean(0).max() - alpha):.1f} points; the certificate's margin at the end "
-          f"(z * sd of its estimate / t) = {100 * pol.config.z * math.sqrt(pol.var_sum) / N:.1f} points", flush=True)
+          f"(its bound's width / t) = {100 * pol.cert.width(pol.cert.var) / N:.1f} points", flush=True)
 
 
 def linear_text_plans(data: RoutingData, X: np.ndarray, targets) -> list[float]:
