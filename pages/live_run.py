@@ -93,8 +93,9 @@ with st.sidebar:
               **widget("w_rate"))
     choices = feedback_model_choices()
     fb = widget("w_fbmodel")
-    if "value" in fb:
-        fb["index"] = choices.index(fb.pop("value")) if run.feedback_model in choices else 0
+    if "value" in fb:  # a selectbox takes an index, never a value
+        value = fb.pop("value")
+        fb["index"] = choices.index(value) if value in choices else 0
     st.selectbox("feedback model", choices, help=FEEDBACK_HELP, **fb)
     st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
                     **widget("w_seed"))

@@ -88,6 +88,7 @@ class RunSettings:
             raise ValueError(f"requests per tick must be an integer in [1, 100000], got {self.per_tick!r}")
         check_bool("fixed_v", self.fixed_v)
         check_choice("router mode", self.mode, ROUTER_MODES)
+        check_choice("feedback model", self.feedback_model, feedback_model_choices())
         if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
                 or any(m not in ROUTER_MODES for m in self.routers):
             raise ValueError(f"routers must be one or more distinct modes of {', '.join(ROUTER_MODES)}, "
@@ -122,10 +123,12 @@ def limit_problem(name: str, value: float) -> str | None:
     sentence; None when it is inside. The pages check here instead of letting a widget's
     own bounds reject a value silently (red box, reason on hover only)."""
     lo, hi = LIMITS[name]
+    if isinstance(value, (int, np.integer)):
+        lo, hi = int(lo), int(hi)
     if value > hi:
-        return f"{name} = {value:g} is above the highest allowed value ({hi:g})"
+        return f"{name} = {_number(value)} is above the highest allowed value ({_number(hi)})"
     if value < lo:
-        return f"{name} = {value:g} is below the lowest allowed value ({lo:g})"
+        return f"{name} = {_number(value)} is below the lowest allowed value ({_number(lo)})"
     return None
 
 
@@ -259,7 +262,7 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
             else:
                 run_kw[f] = float(raw)
         except ValueError:
-            problems.append(f"URL parameter {key}={raw!r} is not a valid {f} ({types[f]}); using the default.")
+            problems.append(f"URL parameter {key}={_cut(raw)!r} is not a valid {f} ({types[f]}); using the default.")
             continue
         # a usable value outside what the widgets offer is clamped to the nearest limit
         # (values the router rejects, e.g. alpha = 1.5, fall back to the default below)
@@ -272,10 +275,22 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
             if not lo <= run_kw[f] <= hi:
                 near = clamp_setting(f, run_kw[f])
                 side = "above the highest" if run_kw[f] > hi else "below the lowest"
-                problems.append(f"URL parameter {key}={raw} is {side} allowed {f} ({near:g}); using {near:g}.")
+                shown = _number(near)
+                problems.append(f"URL parameter {key}={_cut(raw)} is {side} allowed {f} ({shown}); using {shown}.")
                 run_kw[f] = near
     return (_build(DataSpec, data_kw, _DATA_KEYS, problems), _build(RunSettings, run_kw, _RUN_KEYS, problems),
             problems)
+
+
+def _number(v: float) -> str:
+    """A limit as a person reads it: a whole number in full (a seed of 2147483647, not
+    2.14748e+09), anything else in 6 significant digits."""
+    return str(int(v)) if isinstance(v, (int, np.integer)) else f"{v:g}"
+
+
+def _cut(raw: str, keep: int = 40) -> str:
+    """A link value short enough to quote in a message (a 300-character one is cut)."""
+    return raw if len(raw) <= keep else raw[:keep] + f"... ({len(raw)} characters)"
 
 
 def _build(cls, kw: dict, keys: dict, problems: list[str]):
@@ -289,7 +304,7 @@ def _build(cls, kw: dict, keys: dict, problems: list[str]):
         try:
             obj = replace(obj, **{f: v})
         except (ValueError, TypeError) as exc:
-            problems.append(f"URL parameter {keys[f]}: {exc}; using the default.")
+            problems.append(f"URL parameter {keys[f]}: {_cut(str(exc), 160)}; using the default.")
     return obj
 
 
