@@ -210,7 +210,7 @@ right.multiselect("Benchmarks (empty: all)", all_benchmarks(spec), key="w_bench"
 show_notice("cost")
 
 st.subheader(f"The zoo: accuracy against cost ({data.n_requests:,} requests)")
-st.caption("Each grey dot is a model (darker: dearer). The green line is the static mixture: for each "
+st.caption("Each dot is a model (one colour per model on every chart). The green line is the static mixture: for each "
            "accuracy target, the cheapest mix of models that ignores the request text. A router that reads "
            "the text earns its keep by landing above and to the left of it.")
 frame, spec_chart = sh.zoo_picture(spec)

@@ -125,7 +125,7 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
     """The zoo as a picture: accuracy against mean cost per request (log scale: zoos span
     orders of magnitude) for each model, one panel per benchmark and one for all
     requests, with the static-mixture frontier (what any router must beat without
-    reading the text). Models in the grey scale of every chart (cheapest lightest),
+    reading the text). Models in the categorical hues of every chart (``MODEL_PALETTE``),
     their names beside the points (``labels``, for zoos of up to :data:`LABEL_MODELS`)
     and in tooltips always; ``legend``: a colour legend below.
 
@@ -141,8 +141,8 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
     y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"zero": False},
          "axis": {"format": ".0%"}}
     color = color_encoding("series", models + [FRONTIER], models,
-                           title="model (cheapest lightest)" if legend else None,
-                           columns=min(len(models) + 1, 3))  # long names: three to a row fit three panels
+                           title="model (cheapest first)" if legend else None,
+                           width=3 * width)  # the legend sits below three panels
     tooltip = [{"field": "series", "title": "model"}, {"field": "benchmark"},
                {"field": "accuracy", "format": ".3f"}, {"field": "cost/request", "title": "mean cost"}]
     layers: list[dict] = [
