@@ -13,6 +13,7 @@ from ..baselines import clairvoyant_oracle, static_mixture_lp
 from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
 from ..router import MODES as ROUTER_MODES
+from ..feedback import JUDGED
 from ..router import NO_FEEDBACK
 from ..simulator import Simulation
 from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, TOP_MODELS, ChartFrame, _chart_spec, _long,
@@ -72,6 +73,8 @@ class LiveRun:
         self.sim = self.sims[routers[0]]
         self.alpha = self.sim.config.router.alpha
         self.labels = {m: (m if len(routers) > 1 else "SLARouter") for m in routers}
+        #: one judge call's cost (data's unit), counted in each router's operating cost
+        self.judge_cost = settings.resolved_judge_cost(data)
         self._lcb: dict[str, tuple[list[int], list[float]]] = {m: ([], []) for m in routers}
         order = self.sim.order
         costs = np.asarray(data.costs[order], np.float64)  # stream order
@@ -140,28 +143,53 @@ class LiveRun:
         """What the guarded mode multiplies the settings' V by (1 in the other modes)."""
         return float(self.sims[mode].config.router.guarded.v_scale) if mode == "guarded" else 1.0
 
+    def expected_v(self, mode: str) -> float:
+        """The V the run will use, before it starts: a fixed V as set; a data-driven V is
+        Q_max * eps over the mean cost gap (dearest minus cheapest model per request),
+        which the router measures as requests arrive, here taken from the whole data."""
+        cfg = self.sims[mode].config.router
+        if cfg.V is not None:
+            v = float(cfg.V)
+        else:
+            order = np.argsort(self.data.costs.mean(axis=0), kind="stable")
+            gap = float(np.mean(self.data.costs[:, order[-1]] - self.data.costs[:, order[0]]))
+            v = cfg.q_max * cfg.eps / gap if gap > 0 else cfg.q_max * cfg.eps
+        return v * self._v_scale(mode)
+
     def router_headline(self, mode: str) -> dict[str, Any]:
-        """One router's satisfaction against alpha, cost as a multiple of the static mixture,
-        cost saved against the most accurate model, V, Q and its own lower bound."""
+        """One router's satisfaction against alpha, its SLA (met, missed, at risk), its
+        operating cost (judge calls included) as a multiple of each reference (the static
+        mixture, the most accurate model), V, Q, its own lower bound, and what it learned
+        from: explored requests, thumbs, judge calls and the labels its predictor saw."""
         sim = self.sims[mode]
         k = sim.t
         scale, unit = display_scale(self.data.cost_unit)
         out: dict[str, Any] = {"mode": mode, "label": self.labels[mode], "color": ROUTER_COLORS[mode],
                                "q_label": Q_LABEL[mode], "v_note": self.v_note(mode),
-                               "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit}
+                               "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit,
+                               "status": sim.router.sla_status(), "judge_cost_each": self.judge_cost}
         if k == 0:
-            v = sim.router.current_v() * self._v_scale(mode)
             return {**out, "served": 0, "cost": 0.0, "cost_raw": 0.0, "cost_unit": unit,
-                    "satisfaction": float("nan"), "sla": "not started", "v": v, "q": 0.0, "explored": 0,
-                    "feedback": 0, "vs_mixture": float("nan"), "saved": 0.0, "saved_share": float("nan"),
-                    "lcb": float("nan")}
+                    "satisfaction": float("nan"), "sla": "not started", "v": self.expected_v(mode), "q": 0.0,
+                    "explored": 0, "explored_share": float("nan"), "labels": 0, "thumbs": 0, "judge_calls": 0,
+                    "judge_spend": 0.0, "feedback": 0, "vs_mixture": float("nan"), "vs_best": float("nan"),
+                    "saved": 0.0, "saved_share": float("nan"), "lcb": float("nan")}
         s = sim.summary()
-        cost = float(s.operating_cost)
+        a = self._served(mode, k)
+        fb = np.asarray(a["feedback"])
+        judged = int(np.count_nonzero(fb >= JUDGED))
+        judge_spend = judged * self.judge_cost
+        cost = float(s.operating_cost) + judge_spend
         best = float(self._best_cum[k - 1])
+        mix = float(self._mix_cum[k - 1])
         return {**out, "served": k, "cost": cost / scale, "cost_raw": cost, "cost_unit": unit,
                 "satisfaction": s.satisfaction, "sla": "met" if s.sla_met else "missed", "v": s.final_v,
-                "q": s.final_q, "explored": s.explored, "feedback": s.feedback,
-                "vs_mixture": cost / float(self._mix_cum[k - 1]) if self._mix_cum[k - 1] > 0 else float("nan"),
+                "q": s.final_q, "explored": s.explored, "explored_share": s.explored / k,
+                "labels": int(np.count_nonzero(a["explored"] & (fb != NO_FEEDBACK))),
+                "thumbs": int(np.count_nonzero((fb == 0) | (fb == 1))), "judge_calls": judged,
+                "judge_spend": judge_spend, "feedback": s.feedback,
+                "vs_mixture": cost / mix if mix > 0 else float("nan"),
+                "vs_best": cost / best if best > 0 else float("nan"),
                 "saved": best - cost, "saved_share": (best - cost) / best if best > 0 else float("nan"),
                 "lcb": sim.router.certified_lower_bound()}
 
@@ -179,6 +207,11 @@ class LiveRun:
         for m, label in self.labels.items():  # "SLARouter" (one router) keeps its mode's colour
             enc["scale"]["range"][names.index(label)] = ROUTER_COLORS[m]
         return enc
+
+    def _cost(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """Per-request operating cost: the served model's, plus a judge call's where the
+        judge gave a verdict (``feedback`` code >= ``JUDGED``)."""
+        return arrays["cost"] + self.judge_cost * (np.asarray(arrays["feedback"]) >= JUDGED)
 
     def _served(self, mode: str, k: int) -> dict[str, np.ndarray]:
         """Router ``mode``'s trace arrays (``Simulation.arrays``) cut to the first ``k``
@@ -213,7 +246,7 @@ class LiveRun:
 
         oracle = self._oracle_cum
         ref = thin_indices(k, max(2, max_points // 8))
-        parts = [(self.labels[m], t, np.cumsum(arrs[m]["cost"])[idx] / scale) for m in self.routers]
+        parts = [(self.labels[m], t, np.cumsum(self._cost(arrs[m]))[idx] / scale) for m in self.routers]
         if k:
             parts.append(("static mixture", ref + 1, self._mix_cum[ref] / scale))
             if oracle is not None:
@@ -279,12 +312,15 @@ class LiveRun:
                                   _chart_spec(title, "share of calls", color, n, area=True, percent=True,
                                               y_domain=[0.0, 1.0])))
 
-        kinds = ["exploration", "feedback"] + ([] if multi else ["predictor update"])
+        judge = bool(self.settings.judge)
+        kinds = ["exploration", "feedback"] + (["judge"] if judge else []) + ([] if multi else ["predictor update"])
         events, names = [], []
         for m in self.routers:
             explored = arrs[m]["explored"]
-            fb = arrs[m]["feedback"] != NO_FEEDBACK
-            for label, mask in (("exploration", explored), ("feedback", fb), ("predictor update", explored & fb)):
+            code = arrs[m]["feedback"]
+            thumbs = (code == 0) | (code == 1)  # a judge's verdict is never counted as thumbs
+            for label, mask in (("exploration", explored), ("feedback", thumbs), ("judge", code >= JUDGED),
+                                ("predictor update", explored & (code != NO_FEEDBACK))):
                 if label not in kinds:
                     continue
                 pos = np.flatnonzero(mask)
@@ -387,7 +423,7 @@ class LiveRun:
         for m in self.routers:
             if k:
                 a = self._served(m, k)
-                pts.append((self.labels[m], float(a["cost"].mean()), float(a["satisfied"].mean())))
+                pts.append((self.labels[m], float(self._cost(a).mean()), float(a["satisfied"].mean())))
         if oracle is not None and oracle_sat is not None and k:
             pts.append(("oracle", float(oracle[k - 1] / k), float(oracle_sat[k - 1] / k)))
         frame = pd.DataFrame({"series": [p[0] for p in pts], "cost": np.array([p[1] for p in pts], np.float64),
@@ -443,3 +479,63 @@ class LiveRun:
         return pd.concat(frames, ignore_index=True).to_csv(index=False).encode("utf-8")
 
 
+
+
+def expected_exploration(c: float, n: int) -> float:
+    """The share of ``n`` requests the paper's rule explores on average: the mean of
+    min(1, c / t^(1/4)) over t = 1..n (its exploration schedule)."""
+    if n <= 0:
+        return 0.0
+    t = np.arange(1, int(n) + 1, dtype=np.float64)
+    return float(np.mean(np.minimum(1.0, float(c) / t ** 0.25)))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[str]:
+    """The run in plain sentences (Markdown), from :meth:`LiveRun.headline`: which router
+    holds the SLA and at what multiple of each reference, and why the paper's rule misses
+    where it does (how little it explores, hence how few labels its predictor sees). Every
+    figure is the run's own; before Start, what the settings lead one to expect."""
+    alpha, n = h["alpha"], h["total"]
+    routers = h["routers"]
+    if h["served"] == 0:
+        lines = [f"Press **Start**: {', '.join(r['mode'] for r in routers)} serve the same {n:,} requests with the "
+                 f"same feedback, and must keep at least alpha = {_pct(alpha)} of them satisfied."]
+        if any(r["mode"] == "paper" for r in routers):
+            share = expected_exploration(c, n)
+            lines.append(f"The paper's rule (`paper`) explores with probability min(1, c / t^(1/4)), c = {c:g}: about "
+                         f"{_pct(share)} of {n:,} requests, so its predictor will learn from about "
+                         f"{share * n * feedback_rate:,.0f} labels (explored requests that get feedback, rate "
+                         f"{feedback_rate:g}); everywhere else it trusts that predictor.")
+        return lines
+    best_name = routers[0]["best_model"]
+    lines = []
+    for r in routers:
+        sat = r["satisfaction"]
+        cost = (f"at **{r['vs_mixture']:.2f}x** the static mixture's cost and **{r['vs_best']:.2f}x** the cost of "
+                f"always calling the most accurate model ({best_name})")
+        if r["sla"] == "met":
+            lines.append(f"**{r['mode']}** holds the SLA so far: {_pct(sat)} satisfied, alpha {_pct(alpha)}, {cost}.")
+        else:
+            lines.append(f"**{r['mode']}** misses the SLA so far: {_pct(sat)} satisfied, "
+                         f"{100 * (alpha - sat):.1f} points under alpha {_pct(alpha)}, {cost}.")
+        if r["status"].get("at_risk"):
+            first = r["status"].get("first_at_risk")
+            lines[-1] += " Its own check flags the SLA **at risk**" + (f" since request {first:,}." if first else ".")
+        if r["mode"] == "paper" and r["sla"] == "missed":
+            lines.append(f"Why `paper` misses: it explores with probability min(1, c / t^(1/4)) (c = {c:g}), so it "
+                         f"explored {_pct(r['explored_share'])} of the requests ({r['explored']:,} of "
+                         f"{r['served']:,}) and its predictor learned from only {r['labels']:,} labels (explored "
+                         "requests that got feedback). Everywhere else it trusts that predictor, whose estimates "
+                         f"keep its queue near what it believes; its Q is {r['q']:.3g}.")
+    held = [r for r in routers if r["sla"] == "met"]
+    if len(routers) > 1:
+        if held:
+            top = min(held, key=lambda r: r["cost_raw"])
+            lines.insert(0, f"So far **{top['mode']}** is the cheapest router that holds the SLA.")
+        else:
+            lines.insert(0, "So far no router holds the SLA.")
+    return lines

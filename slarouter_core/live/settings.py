@@ -12,6 +12,7 @@ import numpy as np
 
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
 from ..feedback import KINDS, FeedbackConfig
+from ..judge import JUDGE_PRESETS
 from ..router import MODES as ROUTER_MODES
 from ..router import RouterConfig
 from ..simulator import SimulationConfig
@@ -22,10 +23,15 @@ ENCODER_CHOICES = ("minilm", "hashing")
 #: link with a value outside them is clamped to the nearest limit, with a message
 LIMITS: dict[str, tuple[float, float]] = {
     "alpha": (0.001, 0.999), "c": (0.0, 100.0), "V": (1e-12, 1e6), "q_max": (1e-6, 1e6), "eps": (1e-9, 1.0),
-    "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000)}
-#: routers streamed side by side on Live run by default: the paper's rule against the
-#: contextual mode, on the same requests and feedback plan
-DEFAULT_ROUTERS = ("paper", "contextual")
+    "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000), "judge_budget": (0.0, 1.0),
+    "judge_cost": (0.0, 1e12)}
+#: routers streamed side by side on Live run by default: the contextual mode (the one that
+#: holds the SLA where a text-blind rule cannot) first, the paper's rule beside it, on the
+#: same requests and feedback plan; the first is also the router of the other pages
+DEFAULT_ROUTERS = ("contextual", "paper")
+#: LLM judges that can fill in a verdict where the user gave no thumbs (issue 19);
+#: "" is no judge
+JUDGE_CHOICES = ("",) + tuple(JUDGE_PRESETS)
 SOURCES = ("demo", "path", "upload")
 
 
@@ -59,7 +65,9 @@ class RunSettings:
 
     ``alpha=None`` means the data's midpoint alpha (halfway between the accuracies of the
     two most expensive models). ``V`` is used when ``fixed_v``; otherwise V is data-driven
-    from ``q_max`` and ``eps``.
+    from ``q_max`` and ``eps``. ``judge`` (a ``JUDGE_PRESETS`` name, "" for none) fills in
+    a verdict on a share ``judge_budget`` of the requests the users left without thumbs;
+    each call costs ``judge_cost`` (None: the zoo's cheapest model's mean cost per request).
     """
 
     alpha: float | None = None
@@ -72,8 +80,11 @@ class RunSettings:
     seed: int = 42
     per_tick: int = 200
     feedback_model: str = "iid"
-    mode: str = "paper"
+    mode: str = DEFAULT_ROUTERS[0]
     routers: tuple[str, ...] = DEFAULT_ROUTERS  # Live run: router modes side by side
+    judge: str = ""
+    judge_budget: float = 1.0
+    judge_cost: float | None = None
 
     def __post_init__(self) -> None:
         if self.alpha is not None:
@@ -89,10 +100,19 @@ class RunSettings:
         check_bool("fixed_v", self.fixed_v)
         check_choice("router mode", self.mode, ROUTER_MODES)
         check_choice("feedback model", self.feedback_model, feedback_model_choices())
+        check_choice("judge", self.judge, JUDGE_CHOICES)
+        check_number("judge budget", self.judge_budget, low=0.0, high=1.0)
+        if self.judge_cost is not None:
+            check_number("judge cost", self.judge_cost, low=0.0)
         if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
                 or any(m not in ROUTER_MODES for m in self.routers):
             raise ValueError(f"routers must be one or more distinct modes of {', '.join(ROUTER_MODES)}, "
                              f"got {self.routers!r}")
+
+    def resolved_judge_cost(self, data: RoutingData) -> float:
+        """What one judge call costs, in the data's cost unit: the setting, else the mean
+        cost per request of the zoo's cheapest model (a judge is a model call too)."""
+        return float(self.judge_cost) if self.judge_cost is not None else float(data.costs.mean(axis=0).min())
 
     def resolved_alpha(self, data: RoutingData) -> float:
         return float(self.alpha) if self.alpha is not None else midpoint_alpha(data)
@@ -106,8 +126,12 @@ class RunSettings:
         """The simulation of router ``mode`` (default ``self.mode``); every mode gets the same
         seed and feedback settings, so the same request order and feedback plan."""
         extra = {}
-        if self.feedback_model != "iid":
+        if self.feedback_model != "iid" or self.judge:
             extra = feedback_model_fields(self.feedback_model)
+            if self.judge:
+                extra = {"feedback": replace(extra.get("feedback", FeedbackConfig()),
+                                             judge_fill=JUDGE_PRESETS[self.judge],
+                                             judge_budget=float(self.judge_budget))}
         return SimulationConfig(self.router_config(data, mode), feedback_rate=float(self.feedback_rate),
                                 seed=int(self.seed), **extra)
 
@@ -211,7 +235,8 @@ def feedback_model_fields(name: str) -> dict:
 # query-parameter names of every setting (short, stable: they are part of shared links)
 _RUN_KEYS = {"alpha": "alpha", "c": "c", "fixed_v": "fixedV", "V": "V", "q_max": "qmax", "eps": "eps",
              "feedback_rate": "rate", "seed": "seed", "per_tick": "tick", "feedback_model": "fbmodel",
-             "mode": "mode", "routers": "routers"}
+             "mode": "mode", "routers": "routers", "judge": "judge", "judge_budget": "jbudget",
+             "judge_cost": "jcost"}
 _DATA_KEYS = {"source": "src", "path": "path", "cost": "cost", "benchmarks": "bench", "encoder": "enc"}
 
 
@@ -249,7 +274,7 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
             continue
         raw = str(params[key]).strip()
         try:
-            if f in ("feedback_model", "mode"):
+            if f in ("feedback_model", "mode", "judge"):
                 run_kw[f] = raw
             elif f == "routers":
                 run_kw[f] = tuple(m.strip() for m in raw.split(",") if m.strip())
