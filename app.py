@@ -10,6 +10,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from PIL import Image
 
@@ -98,13 +99,11 @@ with st.sidebar:
     st.vega_lite_chart(frame, chart, width="stretch")
     st.caption("Accuracy against cost (log scale); the green line is the cheapest static mix of models.")
     zoo = zoo_table(data)
-    zoo.insert(1, "cost/request", [human_cost(v, data.cost_unit) for v in zoo[f"mean cost ({data.cost_unit})"]])
-    # the numbers have fixed widths and the name takes the rest: a long name is cut, never a number
-    st.dataframe(zoo, hide_index=True, width="stretch", height=min(35 * (data.n_models + 1) + 3, 390),
-                 column_order=["model", "cost/request", "accuracy"],
-                 column_config={"model": st.column_config.TextColumn("model", width=112),
-                                "cost/request": st.column_config.TextColumn(data.cost_unit, width=72),
-                                "accuracy": st.column_config.NumberColumn("acc.", format="%.3f", width=48)})
+    # a static table, drawn with the page (a data grid is an empty grey box until its
+    # script loads) and wrapping a long model name instead of cutting it
+    st.table(pd.DataFrame({"model": zoo["model"],
+                           "cost/request": [human_cost(v, data.cost_unit) for v in zoo[f"mean cost ({data.cost_unit})"]],
+                           "acc.": [f"{a:.3f}" for a in zoo["accuracy"]]}), hide_index=True)
     st.markdown("### Settings")
     alpha = run.resolved_alpha(data)
     v_text = f"V = {run.V:g} (fixed)" if run.fixed_v else f"V data-driven (Q_max = {run.q_max:g}, eps = {run.eps:g})"

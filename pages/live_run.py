@@ -231,7 +231,7 @@ if emb is not None:
             for col, key, ref in ((row[3], "vs_mixture", "static mixture"), (row[4], "vs_best", best)):
                 x = r[key]
                 col.metric(f"Cost ÷ {ref} ({r['mode']})", "-" if math.isnan(x) else f"{x:.2f}x",
-                           delta=None if math.isnan(x) else f"{100 * (x - 1):+.0f}% cost" + ("" if met else ", SLA missed"),
+                           delta=None if math.isnan(x) else f"{100 * (x - 1):+.0f}% cost",
                            delta_color="inverse" if met else "off", label_visibility="collapsed",
                            help=f"Operating cost so far: {human_cost(r['cost_raw'], unit)}"
                                 + (f", of which judge calls {human_cost(r['judge_spend'], unit)}"

@@ -529,8 +529,8 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
             lines.append(f"Why `paper` misses: it explores with probability min(1, c / t^(1/4)) (c = {c:g}), so it "
                          f"explored {_pct(r['explored_share'])} of the requests ({r['explored']:,} of "
                          f"{r['served']:,}) and its predictor learned from only {r['labels']:,} labels (explored "
-                         "requests that got feedback). Everywhere else it trusts that predictor, whose estimates "
-                         f"keep its queue near what it believes; its Q is {r['q']:.3g}.")
+                         f"requests that got feedback). Its queue Q has grown to {r['q']:.3g}, which pushes it "
+                         "towards the models its predictor rates higher, but that predictor rests on those few labels.")
     held = [r for r in routers if r["sla"] == "met"]
     if len(routers) > 1:
         if held:

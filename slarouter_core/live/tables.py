@@ -25,7 +25,8 @@ _PREFIXES = {"J": ((1e9, "GJ"), (1e6, "MJ"), (1e3, "kJ"), (1.0, "J")),
 
 def human_cost(value: float, unit: str) -> str:
     """A cost in human units and digits: ``6.079e6 ms`` is "1.69 h", ``0.0001004 USD`` is
-    "0.01¢", ``3.5e6 J`` is "3.5 MJ"; NaN is "-"."""
+    "$0.0001" (dollars always, as on the charts' axes: never cents under a USD header),
+    ``3.5e6 J`` is "3.5 MJ"; NaN is "-"."""
     if value is None or not math.isfinite(float(value)):
         return "-"
     v = float(value)
@@ -37,7 +38,8 @@ def human_cost(value: float, unit: str) -> str:
             return f"${v:,.2f}"
         if a >= 0.01:
             return f"${v:.3g}"
-        return f"{100 * v:.3g}¢"
+        decimals = min(12, 2 - math.floor(math.log10(a)))  # three significant digits, no exponent
+        return "$" + f"{v:.{decimals}f}".rstrip("0").rstrip(".")
     for scale, label in _PREFIXES.get(unit, ()):
         if a >= scale or scale == 1.0:
             return f"{v / scale:,.3g} {label}"

@@ -68,7 +68,7 @@ def test_multiples_are_green_only_below_the_reference_with_the_sla_met(ran):
             if r["sla"] == "met":
                 assert colour == ("GREEN" if r[key] < 1 else "RED"), (r["mode"], key, colour)
             else:  # cheaper than a reference is no win while the SLA is missed
-                assert colour == "GRAY" and "SLA missed" in m.delta
+                assert colour == "GRAY"
     assert len(seen) >= 2  # the default run shows both kinds
 
 

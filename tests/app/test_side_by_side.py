@@ -185,7 +185,7 @@ def test_before_start_charts_have_fixed_axes_not_an_infinite_extent():
             assert "domain" in main["encoding"]["y"].get("scale", {}), title
 
 
-@pytest.mark.parametrize("value,unit,text", [(6.079e6, "ms", "1.69 h"), (0.0001004, "USD", "0.01¢"),
+@pytest.mark.parametrize("value,unit,text", [(6.079e6, "ms", "1.69 h"), (0.0001004, "USD", "$0.0001"), (8.13e-5, "USD", "$0.0000813"),
                                              (0.25, "USD", "$0.25"), (1234.5, "J", "1.23 kJ"),
                                              (3.5e6, "J", "3.5 MJ"), (512.0, "tokens", "512 tokens"),
                                              (float("nan"), "J", "-")])
