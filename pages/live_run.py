@@ -10,7 +10,7 @@ import streamlit as st
 from pages import _shared as sh
 from slarouter_core.live import (ROUTER_MODES, LiveRun, RunSettings, describe_reset, feedback_model_choices,
                                  human_cost, settings_change, settings_json)
-from slarouter_core.live.run import headline_story
+from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "

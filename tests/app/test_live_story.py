@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from slarouter_core.feedback import JUDGED
-from slarouter_core.live.run import expected_exploration
+from slarouter_core.live.story import expected_exploration
 from slarouter_core.router import NO_FEEDBACK
 
 from .conftest import open_app
