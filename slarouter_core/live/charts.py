@@ -190,9 +190,11 @@ def _long_parts(parts: list[tuple[str, np.ndarray, np.ndarray]]) -> pd.DataFrame
 
 #: streaming charts draw on a canvas without ARIA nodes: thousands of SVG elements per
 #: redraw are what makes a browser fall behind a live run. ``fit-x``: the height is the
-#: plot's own, so a legend below the chart adds room instead of squeezing the plot.
+#: plot's own, so a legend below the chart adds room instead of squeezing the plot. A
+#: right padding keeps a right-hand axis title off the edge: anything drawn there is cut.
 FAST_RENDER = {"usermeta": {"embedOptions": {"renderer": "canvas"}}, "config": {"aria": False},
-               "autosize": {"type": "fit-x", "contains": "padding"}}
+               "autosize": {"type": "fit-x", "contains": "padding"}, "padding": {"left": 5, "top": 5, "right": 10,
+                                                                                 "bottom": 5}}
 
 
 @dataclass

@@ -35,7 +35,7 @@ ORACLE_SYNC_CELLS = 50_000
 Q_LABEL = {"paper": "virtual queue Q", "guarded": "decision queue (Q plus its margin)",
            "contextual": "certified shortfall"}
 #: the two lines per router of the belief chart: the satisfaction its queue used, the real one
-BELIEF_KINDS = ("queue's belief (feedback, else its estimate)", "real")
+BELIEF_KINDS = ("belief (thumbs, else estimate)", "real")
 V_NOTE = {"guarded": "guarded mode multiplies V by its v_scale ({scale:g}), so it shows {scale:g} times the "
                      "V of the settings",
           "contextual": "V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)"}
