@@ -83,7 +83,8 @@ def comparison_chart(agg: pd.DataFrame, models: tuple[str, ...] | list[str] = ()
               "encoding": {
                   "x": x, "y": y, "color": color,
                   "shape": {"field": "SLA", "type": "nominal", "scale": {"domain": ["met", "missed"],
-                                                                           "range": ["circle", "cross"]}},
+                                                                           "range": ["circle", "cross"]},
+                            "legend": {"orient": "bottom", "title": "SLA"}},  # never cut at the right edge
                   "tooltip": [{"field": "method"}, {"field": "cost_mean", "format": ".4g", "title": "cost (mean)"},
                               {"field": "cost_std", "format": ".2g", "title": "cost (std)"},
                               {"field": "satisfaction_mean", "format": ".3f", "title": "satisfaction (mean)"},
