@@ -10,6 +10,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from PIL import Image
 
@@ -42,7 +43,11 @@ PAGES = [("pages/data_page.py", "Data", ":material/table:", "data"),
          ("pages/feedback_by_hand.py", "Feedback by hand", ":material/thumbs_up_down:", "feedback"),
          ("pages/experiments_page.py", "Experiments", ":material/science:", "experiments"),
          ("pages/service_page.py", "Service", ":material/dns:", "service")]
-urls = [sh.url_path(path, other) for path, _, _, other in PAGES]
+# the first page is the default, served at "/" while it still reserves its url_path: it
+# keeps its short name, and its file's name (``/data_page``, the name a first visit after
+# a server start finds, and the README's) forwards to it below instead of opening a
+# "Page not found" dialog on any later visit
+urls = [PAGES[0][3]] + [sh.url_path(path, other) for path, _, _, other in PAGES[1:]]
 pages = [st.Page(path, title=title, icon=icon, url_path=url, default=i == 0)
          for i, ((path, title, icon, _), url) in enumerate(zip(PAGES, urls))]
 
@@ -57,6 +62,8 @@ def _forward(target: st.Page):
 
 aliases = [st.Page(_forward(p), title=p.title, url_path=other)
            for p, url, (_, _, _, other) in zip(pages, urls, PAGES) if other != url]
+if sh.url_path(PAGES[0][0], PAGES[0][3]) != urls[0]:
+    aliases.append(st.Page(_forward(pages[0]), title=pages[0].title, url_path=sh.url_path(PAGES[0][0], "")))
 # Streamlit's own sidebar list is off (``client.showSidebarNavigation = false`` in
 # .streamlit/config.toml): on the first run after a start it would list the files of
 # ``pages/`` ("app, data page, ..., shared") for a moment; the links are drawn here instead
@@ -84,6 +91,14 @@ page.run()
 data = sh.current_data()
 spec = sh.data_spec()
 run = sh.run_settings()
+if page.title == "Service":  # it watches a running service: its zoo and settings are the service's own
+    with st.sidebar:
+        st.markdown("### Service")
+        st.caption("This page watches a running `slarouter serve`: the zoo, alpha and router mode shown here are "
+                   "the service's own (from its zoo file and command line), not the dataset and settings of the "
+                   "other pages.")
+    sh.sync_url()
+    st.stop()
 with st.sidebar:
     st.markdown("### Dataset")
     name = sh.display_name(spec).rstrip("/").split("/")[-1]  # a path's last part: the sidebar is narrow
@@ -98,13 +113,11 @@ with st.sidebar:
     st.vega_lite_chart(frame, chart, width="stretch")
     st.caption("Accuracy against cost (log scale); the green line is the cheapest static mix of models.")
     zoo = zoo_table(data)
-    zoo.insert(1, "cost/request", [human_cost(v, data.cost_unit) for v in zoo[f"mean cost ({data.cost_unit})"]])
-    # the numbers have fixed widths and the name takes the rest: a long name is cut, never a number
-    st.dataframe(zoo, hide_index=True, width="stretch", height=min(35 * (data.n_models + 1) + 3, 390),
-                 column_order=["model", "cost/request", "accuracy"],
-                 column_config={"model": st.column_config.TextColumn("model", width=112),
-                                "cost/request": st.column_config.TextColumn(data.cost_unit, width=72),
-                                "accuracy": st.column_config.NumberColumn("acc.", format="%.3f", width=48)})
+    # a static table, drawn with the page (a data grid is an empty grey box until its
+    # script loads) and wrapping a long model name instead of cutting it
+    st.table(pd.DataFrame({"model": zoo["model"],
+                           "cost/request": [human_cost(v, data.cost_unit) for v in zoo[f"mean cost ({data.cost_unit})"]],
+                           "acc.": [f"{a:.3f}" for a in zoo["accuracy"]]}), hide_index=True)
     st.markdown("### Settings")
     alpha = run.resolved_alpha(data)
     v_text = f"V = {run.V:g} (fixed)" if run.fixed_v else f"V data-driven (Q_max = {run.q_max:g}, eps = {run.eps:g})"

@@ -155,6 +155,11 @@ bench_text = ", ".join(spec.benchmarks) if spec.benchmarks else f"all {len(all_b
 st.markdown(f"**In use:** {sh.display_name(spec)}" + (" · :orange-badge[SYNTHETIC]" if data.synthetic else "")
             + f" · {data.n_requests:,} requests · {data.n_models} models · cost **{data.cost_metric} "
             f"({data.cost_unit})** · benchmarks: {bench_text} · encoder: {spec.encoder}")
+with st.container(border=True, key="data_start_here"):
+    st.markdown("**New here?** The data below is ready to use. Open **Live run** and press **Start**: the "
+                "contextual router and the paper's rule serve the same requests side by side, and the page says "
+                "which one holds the SLA and at what cost.")
+    st.page_link("pages/live_run.py", label="Go to Live run", icon="▶")
 
 st.subheader("Source")
 source = st.radio("Where the data comes from", list(SOURCE_LABELS), format_func=SOURCE_LABELS.get,
@@ -210,7 +215,7 @@ right.multiselect("Benchmarks (empty: all)", all_benchmarks(spec), key="w_bench"
 show_notice("cost")
 
 st.subheader(f"The zoo: accuracy against cost ({data.n_requests:,} requests)")
-st.caption("Each grey dot is a model (darker: dearer). The green line is the static mixture: for each "
+st.caption("Each dot is a model (one colour per model on every chart). The green line is the static mixture: for each "
            "accuracy target, the cheapest mix of models that ignores the request text. A router that reads "
            "the text earns its keep by landing above and to the left of it.")
 frame, spec_chart = sh.zoo_picture(spec)

@@ -14,6 +14,7 @@ from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_M
                                         comparison_table, format_overview, format_table, markdown_table,
                                         paper_scores, pivot_table, published_comparison, report_text, run_grid)
 from slarouter_core.live import comparison_chart, parse_numbers, settings_method_params, sweep_charts
+from slarouter_core.live.story import experiment_story
 from slarouter_core.live.experiment_charts import (ERROR_BARS, EXPORT_FORMATS, ChartExportError, render_chart,
                                                    standalone_spec)
 from slarouter_core.judge import JUDGE_PRESETS
@@ -30,7 +31,7 @@ spec = sh.data_spec()
 run = sh.run_settings()
 
 MINE = "mine"
-LABELS = {MINE: "SLARouter (sidebar settings)", **{k: (v.label or k) for k, v in PRESETS.items()}}
+LABELS = {MINE: f"SLARouter (sidebar settings: {run.mode})", **{k: (v.label or k) for k, v in PRESETS.items()}}
 LABELS["single"] = "each model alone"
 DEFAULT_FEEDBACK = [run.feedback_model if run.feedback_model in FEEDBACK_CHOICES else "iid"]
 ALPHA_CAPTION = ("The dashed red line on the charts is alpha, the SLA target (labelled with its value); "
@@ -138,7 +139,10 @@ alpha = run.alpha if run.alpha is not None else "midpoint"
 tab_cmp, tab_v, tab_rate, tab_paper = st.tabs(["Comparison", "V sweep", "Feedback-rate sweep", "Paper protocol"])
 
 with tab_cmp:
-    keys = st.multiselect("Methods", list(LABELS), default=["single", "static_mixture", "oracle", "messplus", MINE],
+    # the sidebar's router (contextual by default) beside the paper's algorithm, one click
+    # away as ever: the comparison shows the product at its best and the paper as published
+    keys = st.multiselect("Methods", list(LABELS), default=["single", "static_mixture", "oracle", "messplus", MINE]
+                          + (["slarouter_ddv"] if run.mode != "paper" else []),
                           format_func=LABELS.get, key="w_exp_methods")
     fb_models = feedback_box("w_exp_feedback")
     seeds = seeds_box("w_exp_seeds")
@@ -153,6 +157,9 @@ with tab_cmp:
     rows = ss.get("exp_rows")
     if rows is not None:
         agg = aggregate(rows)
+        with st.container(border=True, key="exp_story"):
+            for line in experiment_story(agg, rows):
+                st.markdown(line)
         st.markdown("#### Overview\n\n" + format_overview(agg))
         frame, chart = comparison_chart(agg, data.models)
         st.vega_lite_chart(frame, chart)

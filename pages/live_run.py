@@ -10,6 +10,8 @@ import streamlit as st
 from pages import _shared as sh
 from slarouter_core.live import (ROUTER_MODES, LiveRun, RunSettings, describe_reset, feedback_model_choices,
                                  human_cost, settings_change, settings_json)
+from slarouter_core.live.story import headline_story
+from slarouter_core.live.settings import JUDGE_CHOICES
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
@@ -24,7 +26,8 @@ run = sh.run_settings()
 # that cannot be used is named in plain text above the buttons and the widget goes back
 # to the value the run uses (no silent red box with the reason on hover only)
 KEYS = {"w_routers": "routers", "w_alpha": "alpha", "w_c": "c", "w_vmode": "fixed_v", "w_V": "V", "w_qmax": "q_max",
-        "w_eps": "eps", "w_rate": "feedback_rate", "w_seed": "seed", "w_tick": "per_tick", "w_fbmodel": "feedback_model"}
+        "w_eps": "eps", "w_rate": "feedback_rate", "w_seed": "seed", "w_tick": "per_tick", "w_fbmodel": "feedback_model",
+        "w_judge": "judge", "w_jbudget": "judge_budget", "w_jcost": "judge_cost"}
 
 
 def shown(field: str, settings: RunSettings):
@@ -35,6 +38,8 @@ def shown(field: str, settings: RunSettings):
         return "fixed" if settings.fixed_v else "data-driven"
     if field == "routers":
         return list(settings.routers)
+    if field == "judge_cost":
+        return settings.resolved_judge_cost(data)
     value = getattr(settings, field)
     return int(value) if field in ("seed", "per_tick") else value
 
@@ -42,7 +47,8 @@ def shown(field: str, settings: RunSettings):
 def on_setting(key: str) -> None:
     """A widget changed: apply its value, or say why not and put the widget back."""
     field, raw = KEYS[key], ss[key]
-    value = {"fixed_v": lambda v: v == "fixed", "routers": tuple, "seed": int, "per_tick": int}.get(
+    value = {"fixed_v": lambda v: v == "fixed", "routers": tuple, "seed": int, "per_tick": int,
+             "judge": str}.get(
         field, lambda v: v if isinstance(v, str) else float(v))(raw)
     if field == "routers" and not value:
         problems = {field: "pick at least one router; keeping " + ", ".join(sh.run_settings().routers) + "."}
@@ -93,9 +99,24 @@ with st.sidebar:
               **widget("w_rate"))
     choices = feedback_model_choices()
     fb = widget("w_fbmodel")
-    if "value" in fb:
-        fb["index"] = choices.index(fb.pop("value")) if run.feedback_model in choices else 0
+    if "value" in fb:  # a selectbox takes an index, never a value
+        value = fb.pop("value")
+        fb["index"] = choices.index(value) if value in choices else 0
     st.selectbox("feedback model", choices, help=FEEDBACK_HELP, **fb)
+    jd = widget("w_judge")
+    if "value" in jd:
+        value = jd.pop("value")
+        jd["index"] = JUDGE_CHOICES.index(value) if value in JUDGE_CHOICES else 0
+    st.selectbox("LLM judge where users give no thumbs", JUDGE_CHOICES, format_func=lambda j: j or "none", **jd,
+                 help="The judge reads the answer and gives a verdict (with its measured error rates) on a share of "
+                      "the requests the users left without thumbs. Its calls are counted apart from thumbs and "
+                      "their cost is added to each router's operating cost.")
+    if run.judge:
+        st.slider("judge budget (share of requests without thumbs)", 0.0, 1.0, step=0.05, **widget("w_jbudget"))
+        st.number_input(f"judge cost per call ({data.cost_unit})", format="%.4g", **widget("w_jcost"),
+                        help="Default: the mean cost per request of the zoo's cheapest model, "
+                             f"{human_cost(float(data.costs.mean(axis=0).min()), data.cost_unit)} "
+                             f"({data.models[int(data.costs.mean(axis=0).argmin())]}).")
     st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
                     **widget("w_seed"))
     st.number_input("requests per tick", step=50, **widget("w_tick"))
@@ -104,7 +125,9 @@ with st.sidebar:
     ss.live_period = float(period)
     st.divider()
 
-st.caption("Settings are in the sidebar (each one is also in the page URL); change them while the run goes on.")
+st.caption("Settings are in the sidebar (each one is also in the page URL). Requests per tick and seconds between "
+           "ticks change the pace only; any other change starts the run again from the first request (a running "
+           "run keeps running), and the page says which setting did it.")
 for problem in ss.pop("live_rejected", []):
     st.error(f"Settings not applied: {problem}")
 
@@ -117,7 +140,9 @@ if emb is not None:
                 "New data: the run was reset and starts again from the first request."
         ss.live = LiveRun(data, emb, run, routers=run.routers)
         ss.live_key = key
-        ss.live_running = False
+        # a Start pressed just after a change (its rerun may have cut the change's rerun
+        # short) starts the new run: never a Start that silently does nothing
+        ss.live_running = bool(ss.get("live_running", False)) and not ss.live.done
     live: LiveRun = ss.live
     live.settings = run
 
@@ -162,21 +187,28 @@ if emb is not None:
         unit = live.data.cost_unit
         top = st.columns([1, 3])
         top[0].metric(f"Served (of {h['total']:,})", f"{h['served']:,}")
-        top[1].caption(f"alpha = {100 * h['alpha']:.1f}% · the static mixture is the cheapest text-blind call mix "
-                       "whose mean accuracy reaches alpha; the oracle knows every label. Savings are against "
-                       f"always calling the most accurate model ({h['routers'][0]['best_model']}).")
-        labels = st.columns([1.3, 1, 1, 1, 1, 1])
-        for col, text in zip(labels[1:], ("Satisfaction vs alpha", "Cost vs static mixture",
-                                          f"Saved vs {h['routers'][0]['best_model']}", "SLA", "Q")):
+        best = h["routers"][0]["best_model"]
+        top[1].caption(f"alpha = {100 * h['alpha']:.1f}%. References: the **static mixture** (the cheapest "
+                       "text-blind call mix whose mean accuracy reaches alpha) and the **most accurate model** "
+                       f"({best}) called every time; the oracle knows every label. A multiple is green only where "
+                       "the router holds the SLA and costs less than the reference.")
+        with st.container(border=True, key="live_story"):
+            for line in headline_story(h, run.c, run.feedback_rate):
+                st.markdown(line)
+        widths = [1.3, 1, 0.8, 1, 1, 0.8]
+        labels = st.columns(widths)
+        for col, text in zip(labels[1:], ("Satisfaction vs alpha", "SLA", "Cost ÷ static mixture",
+                                          "Cost ÷ most accurate", "Q")):
             col.caption(text)
         for r in h["routers"]:
-            row = st.columns([1.3, 1, 1, 1, 1, 1])
+            row = st.columns(widths)
             if r["mode"] == "contextual":
                 v_text = "V does not apply (its own certified rule)"
             elif r["mode"] == "guarded":
                 v_text = f"V = {r['v']:.3g}: {r['v_note']}"
             else:
-                v_text = f"V = {r['v']:.3g}"
+                v_text = f"V = {r['v']:.3g}" + (" (from the data's mean cost gap)" if h["served"] == 0
+                                                 and not run.fixed_v else "")
             row[0].markdown(f"<span style='color:{r['color']};font-size:1.4em'>&#9632;</span> "
                             f"**{r['mode']}**", unsafe_allow_html=True)
             row[0].caption(v_text)
@@ -187,24 +219,37 @@ if emb is not None:
                           help=f"SLA {r['sla']}: met when the satisfaction so far is at least alpha = "
                                f"{100 * h['alpha']:.1f}%." + (f" Its own 90% lower bound: {100 * r['lcb']:.1f}%."
                                                               if math.isfinite(r["lcb"]) else ""))
-            row[2].metric(f"Cost vs static mixture ({r['mode']})",
-                          "-" if math.isnan(r["vs_mixture"]) else f"{r['vs_mixture']:.2f}x",
-                          label_visibility="collapsed",
-                          help=f"Operating cost so far: {human_cost(r['cost_raw'], unit)}.")
-            saved = r["saved_share"]
-            row[3].metric(f"Saved vs {r['best_model']} ({r['mode']})", human_cost(r["saved"], unit),
-                          delta=None if math.isnan(saved) else f"{100 * saved:.0f}% of its cost", delta_color="off",
-                          label_visibility="collapsed")
-            row[4].metric(f"SLA ({r['mode']})", "-" if r["sla"] == "not started" else r["sla"],
-                          label_visibility="collapsed")
+            status = r["status"]
+            sla = "-" if r["sla"] == "not started" else r["sla"]
+            row[2].metric(f"SLA ({r['mode']})", sla, label_visibility="collapsed",
+                          delta="at risk" if status.get("at_risk") else None, delta_color="inverse",
+                          delta_arrow="off",
+                          help=(status.get("guarantee") or "This router claims no guarantee of its own.")
+                          + (f" At risk since request {status['first_at_risk']:,}." if status.get("first_at_risk")
+                             else ""))
+            met = r["sla"] == "met"
+            for col, key, ref in ((row[3], "vs_mixture", "static mixture"), (row[4], "vs_best", best)):
+                x = r[key]
+                col.metric(f"Cost ÷ {ref} ({r['mode']})", "-" if math.isnan(x) else f"{x:.2f}x",
+                           delta=None if math.isnan(x) else f"{100 * (x - 1):+.0f}% cost",
+                           delta_color="inverse" if met else "off", label_visibility="collapsed",
+                           help=f"Operating cost so far: {human_cost(r['cost_raw'], unit)}"
+                                + (f", of which judge calls {human_cost(r['judge_spend'], unit)}"
+                                   if r["judge_calls"] else "") + f", against the {ref}'s on the same requests.")
             row[5].metric(f"Q ({r['mode']})", f"{r['q']:.3g}", label_visibility="collapsed",
                           help=f"The router's {r['q_label']}.")
-        first = h["routers"][0]
         if h["served"] == 0:
             st.info("Nothing served yet: press Start (or Step) and every router serves the same requests; the "
                     "charts below fill in, with the stream's length on the x axis.")
-        st.caption(f"{first['mode']}: explored {first['explored']:,} requests; feedback on {first['feedback']:,}. "
-                   f"Charts show at most 2,000 points per series; the CSV has every request.")
+        learned = []
+        for r in h["routers"]:
+            text = (f"{r['mode']}: explored {r['explored']:,}, thumbs on {r['thumbs']:,}, "
+                    f"predictor labels {r['labels']:,}")
+            if run.judge:
+                text += (f", judge calls {r['judge_calls']:,} costing {human_cost(r['judge_spend'], unit)} "
+                         "(in its cost above)")
+            learned.append(text)
+        st.caption(" · ".join(learned) + ". Charts show at most 2,000 points per series; the CSV has every request.")
         charts = {cf.key: cf for cf in live.charts()}
         left, right = st.columns(2)
         # Q beside what the queue believed: a missed SLA with Q near 0 explains itself

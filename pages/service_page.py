@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 import streamlit as st
 
 from pages import _shared  # noqa: F401  (first: a first visit after a server start opens this page)
@@ -18,8 +21,24 @@ watch = c3.toggle("Watch", value=bool(ss.get("service_watch", False)), key="w_se
                   help="Poll the service and redraw the charts on a timer.")
 ss.service_url, ss.service_period, ss.service_watch = url, float(period), bool(watch)
 
+def checked_url(text: str) -> str:
+    """The service's base URL, or a ValueError saying in words why the text is not one (a
+    host name has no spaces; a port is a number): never a connection error for a typo."""
+    base = normalise_url(text)
+    parts = urlsplit(base)
+    host = parts.hostname or ""
+    if not re.fullmatch(r"[A-Za-z0-9._-]+|[0-9a-fA-F:.]+", host) or " " in text.strip():
+        raise ValueError(f"{text.strip()[:80]!r} is not a URL: give host:port or http://host:port, "
+                         "e.g. http://127.0.0.1:8000")
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError(f"{text.strip()[:80]!r} has a port that is not a number from 0 to 65535") from None
+    return base
+
+
 try:
-    base = normalise_url(url)
+    base = checked_url(url)
 except ValueError as exc:
     st.error(str(exc))
     st.stop()
@@ -33,17 +52,34 @@ def panel() -> None:
         st.warning(str(exc))
         return
     h = view.headline()
-    m = st.columns(6)
+    state = view.state
+    up, down = h["thumbs_up"], h["thumbs_down"]
+    wilson = "Wilson" in str(h["bound"])
+    m = st.columns(4)
     m[0].metric("Requests routed", f"{h['served']:,}")
-    m[1].metric("Cost so far", f"{h['cost']:.4g}", help="From the token usage the models reported.")
-    m[2].metric("Satisfaction (estimate)", fmt_share(h["estimate"]))
-    m[3].metric("Lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
-    m[4].metric("SLA", h["sla"], help=f"alpha = {h['alpha']:.3f}; met when the lower bound is at least alpha.")
-    m[5].metric("Queue Q", f"{h['q']:.3g}")
-    st.caption(f"mode {h['mode']} · thumbs up {h['thumbs_up']:,}, down {h['thumbs_down']:,} · "
+    m[1].metric("Cost so far (zoo prices)", f"{h['cost']:.4g}",
+                help="In the currency of the zoo file's price_per_1k_input/output and price_per_request "
+                     "(e.g. USD), from the token usage the models reported.")
+    m[2].metric("SLA", h["sla"], help=f"alpha = {h['alpha']:.3f}; met when the lower bound is at least alpha.")
+    m[3].metric("Queue Q", f"{h['q']:.3g}")
+    m = st.columns(4)
+    m[0].metric("Satisfaction, all requests (estimate)", fmt_share(h["estimate"]),
+                help="Every request routed: the thumbs where a user gave them, the router's own prediction "
+                     "elsewhere.")
+    if wilson:  # the bound is on the thumbs alone: show it beside the share it bounds
+        n = up + down
+        m[1].metric(f"Thumbs up (of {n:,} thumbs)", fmt_share(up / n) if n else "-",
+                    help="Only the requests whose users gave thumbs: another population than the estimate's.")
+        m[2].metric("Thumbs up: 90% lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
+    else:
+        m[1].metric("Satisfaction, all requests: 90% lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
+    st.caption(f"mode {h['mode']} · thumbs up {up:,}, down {down:,} · "
                f"backend failures {h['failures']:,} · requests no backend answered {h['failed']:,}. "
-               "Charts show the service's recent history.")
-    st.dataframe(view.models_frame(), hide_index=True, width="stretch")
+               + ("The SLA is checked on the thumbs received (the router claims no bound of its own). "
+                  if wilson else "") + "Charts show the service's recent history. The service's own zoo: "
+               + ", ".join(f"{x['name']} ({x['model']})" for x in state["models"]) + ".")
+    st.dataframe(view.models_frame().rename(columns={"cost": "cost (zoo prices)"}), hide_index=True,
+                 width="stretch")
     charts = {cf.key: cf for cf in view.charts()}
     left, right = st.columns(2)
     for col, name in ((left, "queue"), (right, "cost"), (left, "satisfaction"), (right, "ratio")):

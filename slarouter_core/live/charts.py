@@ -28,17 +28,29 @@ METHOD_COLORS = {"messplus": "#8c564b", "mess+": "#8c564b", "carrot": "#0fa3b1",
 #: spare hues, handed out when two names would otherwise share a colour
 SPARE_COLORS = ("#9467bd", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#ff9896", "#98df8a", "#aec7e8",
                 "#ffbb78", "#c5b0d5", "#bcbd22", "#17becf")
-_GREY_LIGHT, _GREY_DARK = 0xC8, 0x33
+#: single models, in cost order: 20 saturated hues dark enough to read as text on white,
+#: ordered so that neighbours in cost order differ in hue and lightness (a grey scale
+#: made 11 models look alike); a 21st model and beyond cycle
+MODEL_PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#1f78b4", "#b15928",
+                 "#6a3d9a", "#17a2b8", "#8c564b", "#a8a81c", "#c2185b", "#2e7d32", "#ef6c00", "#525252",
+                 "#3949ab", "#9e0142", "#00897b", "#c79100")
+#: charts that stack or list every model group the rest into one "other" band beyond this
+TOP_MODELS = 12
+#: the width (px) a half-page chart has at 1400 px, for fitting its legend's columns
+HALF_WIDTH = 420
 
 
 def model_colors(models: tuple[str, ...] | list[str]) -> list[str]:
-    """Single models in a neutral grey scale, in the given (cost) order: cheapest lightest."""
-    n = len(models)
-    out = []
-    for j in range(n):
-        g = round(_GREY_LIGHT + (_GREY_DARK - _GREY_LIGHT) * (j / (n - 1) if n > 1 else 1.0))
-        out.append(f"#{g:02x}{g:02x}{g:02x}")
-    return out
+    """Single models in categorical hues (``MODEL_PALETTE``), in the given (cost) order."""
+    return [MODEL_PALETTE[j % len(MODEL_PALETTE)] for j in range(len(models))]
+
+
+def legend_columns(names: list[str], width: int = HALF_WIDTH, cap: int = 4) -> int:
+    """How many legend columns fit ``width`` px with every label whole (about 6.5 px a
+    character at the legend's 11 px font, plus symbol and gap): long model names get one
+    column (the legend grows down, never past the chart's right edge)."""
+    longest = max((len(str(n)) for n in names), default=1)
+    return max(1, min(cap, len(names), int(width // (longest * 6.5 + 40))))
 
 
 def series_color(name: str, models: tuple[str, ...] | list[str] = ()) -> str:
@@ -46,8 +58,8 @@ def series_color(name: str, models: tuple[str, ...] | list[str] = ()) -> str:
 
     Routers by mode (``paper``, ``guarded``, ``contextual``, also as ``SLARouter``,
     ``slarouter[mode]`` or ``slarouter_mode``), references and baselines by name, single
-    models (``m``, ``only m``, ``single:m``) by their place in ``models`` (cost order) on the
-    grey scale; anything else gets a fixed hue from its name.
+    models (``m``, ``only m``, ``single:m``) by their place in ``models`` (cost order) in
+    ``MODEL_PALETTE``; anything else gets a fixed hue from its name.
     """
     key = str(name).strip()
     low = key.lower()
@@ -73,9 +85,9 @@ def series_color(name: str, models: tuple[str, ...] | list[str] = ()) -> str:
 
 
 def color_encoding(field: str, names: list[str], models: tuple[str, ...] | list[str] = (),
-                   title: str | None = None, columns: int | None = None) -> dict:
+                   title: str | None = None, columns: int | None = None, width: int = HALF_WIDTH) -> dict:
     """A nominal colour encoding with one fixed colour per name and a legend below the chart
-    that shows every entry (in columns, labels not cut)."""
+    that shows every entry (in as many columns as fit ``width`` px, labels not cut)."""
     names = list(dict.fromkeys(str(n) for n in names))
     colours: list[str] = []
     for n in names:  # never two names in one colour
@@ -89,7 +101,8 @@ def color_encoding(field: str, names: list[str], models: tuple[str, ...] | list[
         enc["legend"] = None
     else:
         enc["legend"] = {"title": title, "orient": "bottom", "direction": "horizontal",
-                         "columns": columns or min(len(names), 4), "labelLimit": 0, "symbolLimit": 0}
+                         "columns": columns or legend_columns(names, width), "labelLimit": 0, "symbolLimit": 0,
+                         "titleLimit": 0}
     return enc
 
 
@@ -177,9 +190,11 @@ def _long_parts(parts: list[tuple[str, np.ndarray, np.ndarray]]) -> pd.DataFrame
 
 #: streaming charts draw on a canvas without ARIA nodes: thousands of SVG elements per
 #: redraw are what makes a browser fall behind a live run. ``fit-x``: the height is the
-#: plot's own, so a legend below the chart adds room instead of squeezing the plot.
+#: plot's own, so a legend below the chart adds room instead of squeezing the plot. A
+#: right padding keeps a right-hand axis title off the edge: anything drawn there is cut.
 FAST_RENDER = {"usermeta": {"embedOptions": {"renderer": "canvas"}}, "config": {"aria": False},
-               "autosize": {"type": "fit-x", "contains": "padding"}}
+               "autosize": {"type": "fit-x", "contains": "padding"}, "padding": {"left": 5, "top": 5, "right": 10,
+                                                                                 "bottom": 5}}
 
 
 @dataclass

@@ -56,7 +56,7 @@ def _panels(agg: pd.DataFrame) -> pd.Series:
 def comparison_chart(agg: pd.DataFrame, models: tuple[str, ...] | list[str] = ()) -> tuple[pd.DataFrame, dict]:
     """Cost against satisfaction per method, one panel per benchmark (and feedback model),
     alpha as a labelled rule, error bars of ± 1 std across seeds on both axes; one colour
-    per method (routers and references as on Live run, single ``models`` in grey)."""
+    per method (routers and references as on Live run, single ``models`` in their own hues)."""
     cols = ["benchmark", "method", "seeds", "cost_mean", "cost_std", "satisfaction_mean", "satisfaction_std",
             "alpha", "sla_met", "cost_unit", "feedback_model"]
     frame = agg[[c for c in cols if c in agg.columns]].copy()
@@ -83,7 +83,8 @@ def comparison_chart(agg: pd.DataFrame, models: tuple[str, ...] | list[str] = ()
               "encoding": {
                   "x": x, "y": y, "color": color,
                   "shape": {"field": "SLA", "type": "nominal", "scale": {"domain": ["met", "missed"],
-                                                                           "range": ["circle", "cross"]}},
+                                                                           "range": ["circle", "cross"]},
+                            "legend": {"orient": "bottom", "title": "SLA"}},  # never cut at the right edge
                   "tooltip": [{"field": "method"}, {"field": "cost_mean", "format": ".4g", "title": "cost (mean)"},
                               {"field": "cost_std", "format": ".2g", "title": "cost (std)"},
                               {"field": "satisfaction_mean", "format": ".3f", "title": "satisfaction (mean)"},

@@ -13,13 +13,16 @@ from ..baselines import clairvoyant_oracle, static_mixture_lp
 from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
 from ..router import MODES as ROUTER_MODES
+from ..feedback import JUDGED
 from ..router import NO_FEEDBACK
 from ..simulator import Simulation
-from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, ChartFrame, _chart_spec, _long, _long_parts,
-                     color_encoding)
+from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, TOP_MODELS, ChartFrame, _chart_spec, _long,
+                     _long_parts, color_encoding)
 from .settings import RunSettings
-from .tables import display_scale
+from .tables import LABEL_MODELS, display_scale
 
+#: the band of the models a call-ratio chart groups together (zoos over ``TOP_MODELS``)
+OTHER_COLOR = "#b0b0b0"
 #: the two references drawn beside the routers
 REFERENCES = ("static mixture", "oracle")
 #: Live run records each router's own lower confidence bound every this many requests
@@ -32,7 +35,7 @@ ORACLE_SYNC_CELLS = 50_000
 Q_LABEL = {"paper": "virtual queue Q", "guarded": "decision queue (Q plus its margin)",
            "contextual": "certified shortfall"}
 #: the two lines per router of the belief chart: the satisfaction its queue used, the real one
-BELIEF_KINDS = ("queue's belief (feedback, else its estimate)", "real")
+BELIEF_KINDS = ("belief (thumbs, else estimate)", "real")
 V_NOTE = {"guarded": "guarded mode multiplies V by its v_scale ({scale:g}), so it shows {scale:g} times the "
                      "V of the settings",
           "contextual": "V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)"}
@@ -70,6 +73,8 @@ class LiveRun:
         self.sim = self.sims[routers[0]]
         self.alpha = self.sim.config.router.alpha
         self.labels = {m: (m if len(routers) > 1 else "SLARouter") for m in routers}
+        #: one judge call's cost (data's unit), counted in each router's operating cost
+        self.judge_cost = settings.resolved_judge_cost(data)
         self._lcb: dict[str, tuple[list[int], list[float]]] = {m: ([], []) for m in routers}
         order = self.sim.order
         costs = np.asarray(data.costs[order], np.float64)  # stream order
@@ -138,28 +143,53 @@ class LiveRun:
         """What the guarded mode multiplies the settings' V by (1 in the other modes)."""
         return float(self.sims[mode].config.router.guarded.v_scale) if mode == "guarded" else 1.0
 
+    def expected_v(self, mode: str) -> float:
+        """The V the run will use, before it starts: a fixed V as set; a data-driven V is
+        Q_max * eps over the mean cost gap (dearest minus cheapest model per request),
+        which the router measures as requests arrive, here taken from the whole data."""
+        cfg = self.sims[mode].config.router
+        if cfg.V is not None:
+            v = float(cfg.V)
+        else:
+            order = np.argsort(self.data.costs.mean(axis=0), kind="stable")
+            gap = float(np.mean(self.data.costs[:, order[-1]] - self.data.costs[:, order[0]]))
+            v = cfg.q_max * cfg.eps / gap if gap > 0 else cfg.q_max * cfg.eps
+        return v * self._v_scale(mode)
+
     def router_headline(self, mode: str) -> dict[str, Any]:
-        """One router's satisfaction against alpha, cost as a multiple of the static mixture,
-        cost saved against the most accurate model, V, Q and its own lower bound."""
+        """One router's satisfaction against alpha, its SLA (met, missed, at risk), its
+        operating cost (judge calls included) as a multiple of each reference (the static
+        mixture, the most accurate model), V, Q, its own lower bound, and what it learned
+        from: explored requests, thumbs, judge calls and the labels its predictor saw."""
         sim = self.sims[mode]
         k = sim.t
         scale, unit = display_scale(self.data.cost_unit)
         out: dict[str, Any] = {"mode": mode, "label": self.labels[mode], "color": ROUTER_COLORS[mode],
                                "q_label": Q_LABEL[mode], "v_note": self.v_note(mode),
-                               "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit}
+                               "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit,
+                               "status": sim.router.sla_status(), "judge_cost_each": self.judge_cost}
         if k == 0:
-            v = sim.router.current_v() * self._v_scale(mode)
             return {**out, "served": 0, "cost": 0.0, "cost_raw": 0.0, "cost_unit": unit,
-                    "satisfaction": float("nan"), "sla": "not started", "v": v, "q": 0.0, "explored": 0,
-                    "feedback": 0, "vs_mixture": float("nan"), "saved": 0.0, "saved_share": float("nan"),
-                    "lcb": float("nan")}
+                    "satisfaction": float("nan"), "sla": "not started", "v": self.expected_v(mode), "q": 0.0,
+                    "explored": 0, "explored_share": float("nan"), "labels": 0, "thumbs": 0, "judge_calls": 0,
+                    "judge_spend": 0.0, "feedback": 0, "vs_mixture": float("nan"), "vs_best": float("nan"),
+                    "saved": 0.0, "saved_share": float("nan"), "lcb": float("nan")}
         s = sim.summary()
-        cost = float(s.operating_cost)
+        a = self._served(mode, k)
+        fb = np.asarray(a["feedback"])
+        judged = int(np.count_nonzero(fb >= JUDGED))
+        judge_spend = judged * self.judge_cost
+        cost = float(s.operating_cost) + judge_spend
         best = float(self._best_cum[k - 1])
+        mix = float(self._mix_cum[k - 1])
         return {**out, "served": k, "cost": cost / scale, "cost_raw": cost, "cost_unit": unit,
                 "satisfaction": s.satisfaction, "sla": "met" if s.sla_met else "missed", "v": s.final_v,
-                "q": s.final_q, "explored": s.explored, "feedback": s.feedback,
-                "vs_mixture": cost / float(self._mix_cum[k - 1]) if self._mix_cum[k - 1] > 0 else float("nan"),
+                "q": s.final_q, "explored": s.explored, "explored_share": s.explored / k,
+                "labels": int(np.count_nonzero(a["explored"] & (fb != NO_FEEDBACK))),
+                "thumbs": int(np.count_nonzero((fb == 0) | (fb == 1))), "judge_calls": judged,
+                "judge_spend": judge_spend, "feedback": s.feedback,
+                "vs_mixture": cost / mix if mix > 0 else float("nan"),
+                "vs_best": cost / best if best > 0 else float("nan"),
                 "saved": best - cost, "saved_share": (best - cost) / best if best > 0 else float("nan"),
                 "lcb": sim.router.certified_lower_bound()}
 
@@ -177,6 +207,11 @@ class LiveRun:
         for m, label in self.labels.items():  # "SLARouter" (one router) keeps its mode's colour
             enc["scale"]["range"][names.index(label)] = ROUTER_COLORS[m]
         return enc
+
+    def _cost(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """Per-request operating cost: the served model's, plus a judge call's where the
+        judge gave a verdict (``feedback`` code >= ``JUDGED``)."""
+        return arrays["cost"] + self.judge_cost * (np.asarray(arrays["feedback"]) >= JUDGED)
 
     def _served(self, mode: str, k: int) -> dict[str, np.ndarray]:
         """Router ``mode``'s trace arrays (``Simulation.arrays``) cut to the first ``k``
@@ -207,15 +242,11 @@ class LiveRun:
 
         arrs = {m: self._served(m, k) for m in self.routers}
         qs = {self.labels[m]: arrs[m]["q"][idx] for m in self.routers}
-        out.append(ChartFrame("queue", _long(t, qs),
-                              _chart_spec("Virtual queue Q_t" + (" (contextual: certified shortfall)"
-                                                                 if "contextual" in self.routers else ""),
-                                         "Q", self._colors(labels, "router" if multi else None), n,
-                                         y_domain=upto(list(qs.values())))))
+        out.append(self._queue_chart(qs, t, labels, multi, n, upto))
 
         oracle = self._oracle_cum
         ref = thin_indices(k, max(2, max_points // 8))
-        parts = [(self.labels[m], t, np.cumsum(arrs[m]["cost"])[idx] / scale) for m in self.routers]
+        parts = [(self.labels[m], t, np.cumsum(self._cost(arrs[m]))[idx] / scale) for m in self.routers]
         if k:
             parts.append(("static mixture", ref + 1, self._mix_cum[ref] / scale))
             if oracle is not None:
@@ -229,7 +260,7 @@ class LiveRun:
                                                      else [2, 2] for nm in names]}}
         out.append(ChartFrame("cost", _long_parts(parts),
                               _chart_spec(f"Cumulative operating cost ({unit})", unit,
-                                         self._colors(names, "router, references, single models", columns=3), n,
+                                         self._colors(names, "router, references, single models"), n,
                                          y_domain=upto([p[2] for p in parts]), dash=dash)))
 
         sat_parts, lo = [], []
@@ -248,7 +279,7 @@ class LiveRun:
         sat_frame["lo"] = np.concatenate(lo).astype(np.float32) if lo else np.zeros(0, np.float32)
         out.append(ChartFrame("satisfaction", sat_frame,
                               _chart_spec("Running request satisfaction" + (
-                                  " (band: the router's own 90% lower bound)"
+                                  " (band: its own 90% lower bound)"
                                   if any(m != "paper" for m in self.routers) else ""),
                                          "satisfaction", self._colors(labels, "router" if multi else None), n,
                                          rule=self.alpha, rule_label=f"alpha = {100 * self.alpha:.1f}%",
@@ -262,28 +293,34 @@ class LiveRun:
         band_idx = thin_indices(k, max(2, max_points // 4))
         lo_w = np.maximum(0, band_idx + 1 - RATIO_WINDOW)
         width = (band_idx + 1 - lo_w)[:, None]
+        groups, group_names = self._model_groups(arrs)
         for i, m in enumerate(self.routers):
-            model = arrs[m]["model"]
-            counts = np.zeros((k + 1, self.data.n_models), np.int64)
+            model = groups[arrs[m]["model"]]
+            g = len(group_names)
+            counts = np.zeros((k + 1, g), np.int64)
             if k:
-                np.cumsum(np.eye(self.data.n_models, dtype=np.int64)[model], axis=0, out=counts[1:])
+                np.cumsum(np.eye(g, dtype=np.int64)[model], axis=0, out=counts[1:])
             share = (counts[band_idx + 1] - counts[lo_w]) / np.maximum(width, 1)
             upper = np.cumsum(share, axis=1)  # bands stacked cheapest first
-            ratio = _long(band_idx + 1, {mname: upper[:, j] for j, mname in enumerate(self.data.models)})
+            ratio = _long(band_idx + 1, {name: upper[:, j] for j, name in enumerate(group_names)})
             ratio["lo"] = (ratio["value"].to_numpy() - share.T.reshape(-1)).astype(np.float32)
             title = f"Model call ratio{', ' + m if multi else ''} (last {RATIO_WINDOW} requests)"
+            color = color_encoding("series", group_names, self.data.models, "model (cheapest first)")
+            if group_names[-1].startswith("other"):
+                color["scale"]["range"][-1] = OTHER_COLOR
             out.append(ChartFrame("ratio" if i == 0 else f"ratio:{m}", ratio,
-                                  _chart_spec(title, "share of calls",
-                                             color_encoding("series", list(self.data.models), self.data.models,
-                                                            "model (cheapest first)"),
-                                             n, area=True, percent=True, y_domain=[0.0, 1.0])))
+                                  _chart_spec(title, "share of calls", color, n, area=True, percent=True,
+                                              y_domain=[0.0, 1.0])))
 
-        kinds = ["exploration", "feedback"] + ([] if multi else ["predictor update"])
+        judge = bool(self.settings.judge)
+        kinds = ["exploration", "feedback"] + (["judge"] if judge else []) + ([] if multi else ["predictor update"])
         events, names = [], []
         for m in self.routers:
             explored = arrs[m]["explored"]
-            fb = arrs[m]["feedback"] != NO_FEEDBACK
-            for label, mask in (("exploration", explored), ("feedback", fb), ("predictor update", explored & fb)):
+            code = arrs[m]["feedback"]
+            thumbs = (code == 0) | (code == 1)  # a judge's verdict is never counted as thumbs
+            for label, mask in (("exploration", explored), ("feedback", thumbs), ("judge", code >= JUDGED),
+                                ("predictor update", explored & (code != NO_FEEDBACK))):
                 if label not in kinds:
                     continue
                 pos = np.flatnonzero(mask)
@@ -309,6 +346,44 @@ class LiveRun:
         out.append(ChartFrame("events", ev, spec))
         return out
 
+    def _model_groups(self, arrs: dict[str, dict[str, np.ndarray]]) -> tuple[np.ndarray, list[str]]:
+        """Each model's band on the call-ratio charts: every model up to ``TOP_MODELS``;
+        beyond, the ``TOP_MODELS - 1`` most called so far (all routers together) keep
+        their own band, in cost order, and the rest share one "other (n models)" band."""
+        models = list(self.data.models)
+        if len(models) <= TOP_MODELS:
+            return np.arange(len(models)), models
+        calls = sum(np.bincount(a["model"], minlength=len(models)) for a in arrs.values())
+        keep = np.sort(np.argsort(-calls, kind="stable")[:TOP_MODELS - 1])
+        groups = np.full(len(models), len(keep), np.int64)
+        groups[keep] = np.arange(len(keep))
+        return groups, [models[j] for j in keep] + [f"other ({len(models) - len(keep)} models)"]
+
+    def _queue_chart(self, qs: dict[str, np.ndarray], t: np.ndarray, labels: list[str], multi: bool, n: int,
+                     upto) -> ChartFrame:
+        """Each router's queue. The contextual mode's certified shortfall is another
+        quantity on another scale than the paper's Q: beside other routers it gets its own
+        axis on the right, so that neither is squashed flat by the other."""
+        color = self._colors(labels, "router" if multi else None)
+        own = [lb for m, lb in self.labels.items() if m == "contextual"]
+        if not multi or not own or len(own) == len(labels):
+            return ChartFrame("queue", _long(t, qs), _chart_spec(
+                "Virtual queue Q_t" + (" (contextual: certified shortfall)" if own else ""), "Q", color, n,
+                y_domain=upto(list(qs.values()))))
+        frame = _long(t, qs)
+        others = [lb for lb in labels if lb not in own]
+        left = _chart_spec("", f"Q ({', '.join(others)})", color, n,
+                           y_domain=upto([qs[lb] for lb in others]))["layer"][0]
+        left["transform"] = [{"filter": {"field": "series", "oneOf": others}}]
+        right = _chart_spec("", "certified shortfall (contextual)", color, n,
+                            y_domain=upto([qs[lb] for lb in own]))["layer"][0]
+        right["transform"] = [{"filter": {"field": "series", "oneOf": own}}]
+        right["encoding"] = {**right["encoding"], "y": {**right["encoding"]["y"],
+                                                        "axis": {"orient": "right", "titleColor": ROUTER_COLORS["contextual"]}}}
+        return ChartFrame("queue", frame, {"title": "Virtual queue Q_t (right axis: contextual's shortfall)",
+                                           "height": 220, "layer": [left, right],
+                                           "resolve": {"scale": {"y": "independent"}}})
+
     def _belief_chart(self, arrs: dict[str, dict[str, np.ndarray]], t: np.ndarray, idx: np.ndarray,
                       labels: list[str], multi: bool) -> ChartFrame:
         """Per router, the running mean of the satisfaction its queue used against the real
@@ -328,7 +403,8 @@ class LiveRun:
                                               categories=list(BELIEF_KINDS))})
         dash = {"field": "kind", "type": "nominal", "sort": list(BELIEF_KINDS),
                 "scale": {"domain": list(BELIEF_KINDS), "range": [[6, 3], [1, 0]]},
-                "legend": {"title": None, "orient": "bottom", "symbolType": "stroke", "labelLimit": 0}}
+                "legend": {"title": None, "orient": "bottom", "direction": "vertical", "symbolType": "stroke",
+                           "labelLimit": 0}}
         return ChartFrame("belief", frame, _chart_spec(
             "What the queue believes against real satisfaction", "running satisfaction",
             self._colors(labels, "router" if multi else None), self.n_requests, rule=self.alpha,
@@ -347,17 +423,21 @@ class LiveRun:
         for m in self.routers:
             if k:
                 a = self._served(m, k)
-                pts.append((self.labels[m], float(a["cost"].mean()), float(a["satisfied"].mean())))
+                pts.append((self.labels[m], float(self._cost(a).mean()), float(a["satisfied"].mean())))
         if oracle is not None and oracle_sat is not None and k:
             pts.append(("oracle", float(oracle[k - 1] / k), float(oracle_sat[k - 1] / k)))
         frame = pd.DataFrame({"series": [p[0] for p in pts], "cost": np.array([p[1] for p in pts], np.float64),
-                              "satisfaction": np.array([p[2] for p in pts], np.float64), "kind": "point"})
+                              "satisfaction": np.array([p[2] for p in pts], np.float64), "kind": "point",
+                              "who": ["model"] * data.n_models + ["router"] * (len(pts) - data.n_models)})
         front = pd.DataFrame({"series": "static mixture", "cost": self._frontier[:, 0],
                               "satisfaction": self._frontier[:, 1], "kind": "frontier"})
         frame = pd.concat([frame, front], ignore_index=True)
         names = [self.labels[m] for m in self.routers] + ["static mixture"] \
             + (["oracle"] if oracle is not None else []) + list(data.models)
-        color = self._colors(names, None)
+        # up to LABEL_MODELS models are named beside their points; more would collide, so
+        # they are named in a legend below (squares, where routers are circles)
+        label_models = data.n_models <= LABEL_MODELS
+        color = self._colors(names, None if label_models else "models (squares), routers and references")
         lo, hi = float(np.min(mean_cost)), float(np.max(mean_cost))
         x = {"field": "cost", "type": "quantitative", "title": f"mean cost per request ({data.cost_unit}, log)",
              "scale": {"type": "log", "domain": [lo / 1.5, hi * 1.5]}}
@@ -365,7 +445,7 @@ class LiveRun:
         y = {"field": "satisfaction", "type": "quantitative", "title": "satisfaction", "axis": {"format": "%"},
              "scale": {"domain": [max(0.0, float(np.nanmin(sats)) - 0.03), min(1.0, float(np.nanmax(sats)) + 0.03)]}}
         one = {"values": [{"rule": float(self.alpha), "label": f"alpha = {100 * self.alpha:.1f}%"}]}
-        spec = {"title": "Cost against satisfaction (routers move; models and the static-mixture line stay)",
+        spec = {"title": "Cost against satisfaction (routers move as they serve)",
                 "height": 260, "layer": [
                     {"transform": [{"filter": "datum.kind == 'frontier'"}],
                      "mark": {"type": "line", "strokeDash": [6, 3], "clip": True},
@@ -373,10 +453,14 @@ class LiveRun:
                     {"transform": [{"filter": "datum.kind == 'point'"}],
                      "mark": {"type": "point", "filled": True, "size": 110, "clip": True},
                      "encoding": {"x": x, "y": y, "color": color,
+                                  "shape": {"field": "who", "type": "nominal", "legend": None,
+                                            "scale": {"domain": ["model", "router"], "range": ["square", "circle"]}},
                                   "tooltip": [{"field": "series"}, {"field": "cost", "format": ".4g"},
                                               {"field": "satisfaction", "format": ".1%"}]}},
-                    {"transform": [{"filter": "datum.kind == 'point'"}],
-                     "mark": {"type": "text", "align": "left", "dx": 7, "dy": -7, "fontSize": 11},
+                    {"transform": [{"filter": "datum.kind == 'point'" + ("" if label_models else
+                                                                         " && datum.who != 'model'")}],
+                     "mark": {"type": "text", "align": "left", "dx": 7, "dy": -7, "fontSize": 11,
+                              "fontWeight": "bold"},
                      "encoding": {"x": x, "y": y, "text": {"field": "series"}, "color": color}},
                     {"data": one, "mark": {"type": "rule", "strokeDash": [6, 4], "color": "#c0392b"},
                      "encoding": {"y": {"field": "rule", "type": "quantitative"}}}]}
@@ -393,5 +477,6 @@ class LiveRun:
             tr.insert(0, "router", m)
             frames.append(tr)
         return pd.concat(frames, ignore_index=True).to_csv(index=False).encode("utf-8")
+
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
 from ..feedback import KINDS, FeedbackConfig
+from ..judge import JUDGE_PRESETS
 from ..router import MODES as ROUTER_MODES
 from ..router import RouterConfig
 from ..simulator import SimulationConfig
@@ -22,10 +23,15 @@ ENCODER_CHOICES = ("minilm", "hashing")
 #: link with a value outside them is clamped to the nearest limit, with a message
 LIMITS: dict[str, tuple[float, float]] = {
     "alpha": (0.001, 0.999), "c": (0.0, 100.0), "V": (1e-12, 1e6), "q_max": (1e-6, 1e6), "eps": (1e-9, 1.0),
-    "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000)}
-#: routers streamed side by side on Live run by default: the paper's rule against the
-#: contextual mode, on the same requests and feedback plan
-DEFAULT_ROUTERS = ("paper", "contextual")
+    "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000), "judge_budget": (0.0, 1.0),
+    "judge_cost": (0.0, 1e12)}
+#: routers streamed side by side on Live run by default: the contextual mode (the one that
+#: holds the SLA where a text-blind rule cannot) first, the paper's rule beside it, on the
+#: same requests and feedback plan; the first is also the router of the other pages
+DEFAULT_ROUTERS = ("contextual", "paper")
+#: LLM judges that can fill in a verdict where the user gave no thumbs (issue 19);
+#: "" is no judge
+JUDGE_CHOICES = ("",) + tuple(JUDGE_PRESETS)
 SOURCES = ("demo", "path", "upload")
 
 
@@ -59,7 +65,9 @@ class RunSettings:
 
     ``alpha=None`` means the data's midpoint alpha (halfway between the accuracies of the
     two most expensive models). ``V`` is used when ``fixed_v``; otherwise V is data-driven
-    from ``q_max`` and ``eps``.
+    from ``q_max`` and ``eps``. ``judge`` (a ``JUDGE_PRESETS`` name, "" for none) fills in
+    a verdict on a share ``judge_budget`` of the requests the users left without thumbs;
+    each call costs ``judge_cost`` (None: the zoo's cheapest model's mean cost per request).
     """
 
     alpha: float | None = None
@@ -72,8 +80,11 @@ class RunSettings:
     seed: int = 42
     per_tick: int = 200
     feedback_model: str = "iid"
-    mode: str = "paper"
+    mode: str = DEFAULT_ROUTERS[0]
     routers: tuple[str, ...] = DEFAULT_ROUTERS  # Live run: router modes side by side
+    judge: str = ""
+    judge_budget: float = 1.0
+    judge_cost: float | None = None
 
     def __post_init__(self) -> None:
         if self.alpha is not None:
@@ -88,10 +99,20 @@ class RunSettings:
             raise ValueError(f"requests per tick must be an integer in [1, 100000], got {self.per_tick!r}")
         check_bool("fixed_v", self.fixed_v)
         check_choice("router mode", self.mode, ROUTER_MODES)
+        check_choice("feedback model", self.feedback_model, feedback_model_choices())
+        check_choice("judge", self.judge, JUDGE_CHOICES)
+        check_number("judge budget", self.judge_budget, low=0.0, high=1.0)
+        if self.judge_cost is not None:
+            check_number("judge cost", self.judge_cost, low=0.0)
         if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
                 or any(m not in ROUTER_MODES for m in self.routers):
             raise ValueError(f"routers must be one or more distinct modes of {', '.join(ROUTER_MODES)}, "
                              f"got {self.routers!r}")
+
+    def resolved_judge_cost(self, data: RoutingData) -> float:
+        """What one judge call costs, in the data's cost unit: the setting, else the mean
+        cost per request of the zoo's cheapest model (a judge is a model call too)."""
+        return float(self.judge_cost) if self.judge_cost is not None else float(data.costs.mean(axis=0).min())
 
     def resolved_alpha(self, data: RoutingData) -> float:
         return float(self.alpha) if self.alpha is not None else midpoint_alpha(data)
@@ -105,8 +126,12 @@ class RunSettings:
         """The simulation of router ``mode`` (default ``self.mode``); every mode gets the same
         seed and feedback settings, so the same request order and feedback plan."""
         extra = {}
-        if self.feedback_model != "iid":
+        if self.feedback_model != "iid" or self.judge:
             extra = feedback_model_fields(self.feedback_model)
+            if self.judge:
+                extra = {"feedback": replace(extra.get("feedback", FeedbackConfig()),
+                                             judge_fill=JUDGE_PRESETS[self.judge],
+                                             judge_budget=float(self.judge_budget))}
         return SimulationConfig(self.router_config(data, mode), feedback_rate=float(self.feedback_rate),
                                 seed=int(self.seed), **extra)
 
@@ -122,10 +147,12 @@ def limit_problem(name: str, value: float) -> str | None:
     sentence; None when it is inside. The pages check here instead of letting a widget's
     own bounds reject a value silently (red box, reason on hover only)."""
     lo, hi = LIMITS[name]
+    if isinstance(value, (int, np.integer)):
+        lo, hi = int(lo), int(hi)
     if value > hi:
-        return f"{name} = {value:g} is above the highest allowed value ({hi:g})"
+        return f"{name} = {_number(value)} is above the highest allowed value ({_number(hi)})"
     if value < lo:
-        return f"{name} = {value:g} is below the lowest allowed value ({lo:g})"
+        return f"{name} = {_number(value)} is below the lowest allowed value ({_number(lo)})"
     return None
 
 
@@ -208,7 +235,8 @@ def feedback_model_fields(name: str) -> dict:
 # query-parameter names of every setting (short, stable: they are part of shared links)
 _RUN_KEYS = {"alpha": "alpha", "c": "c", "fixed_v": "fixedV", "V": "V", "q_max": "qmax", "eps": "eps",
              "feedback_rate": "rate", "seed": "seed", "per_tick": "tick", "feedback_model": "fbmodel",
-             "mode": "mode", "routers": "routers"}
+             "mode": "mode", "routers": "routers", "judge": "judge", "judge_budget": "jbudget",
+             "judge_cost": "jcost"}
 _DATA_KEYS = {"source": "src", "path": "path", "cost": "cost", "benchmarks": "bench", "encoder": "enc"}
 
 
@@ -246,7 +274,7 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
             continue
         raw = str(params[key]).strip()
         try:
-            if f in ("feedback_model", "mode"):
+            if f in ("feedback_model", "mode", "judge"):
                 run_kw[f] = raw
             elif f == "routers":
                 run_kw[f] = tuple(m.strip() for m in raw.split(",") if m.strip())
@@ -259,7 +287,7 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
             else:
                 run_kw[f] = float(raw)
         except ValueError:
-            problems.append(f"URL parameter {key}={raw!r} is not a valid {f} ({types[f]}); using the default.")
+            problems.append(f"URL parameter {key}={_cut(raw)!r} is not a valid {f} ({types[f]}); using the default.")
             continue
         # a usable value outside what the widgets offer is clamped to the nearest limit
         # (values the router rejects, e.g. alpha = 1.5, fall back to the default below)
@@ -272,10 +300,22 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
             if not lo <= run_kw[f] <= hi:
                 near = clamp_setting(f, run_kw[f])
                 side = "above the highest" if run_kw[f] > hi else "below the lowest"
-                problems.append(f"URL parameter {key}={raw} is {side} allowed {f} ({near:g}); using {near:g}.")
+                shown = _number(near)
+                problems.append(f"URL parameter {key}={_cut(raw)} is {side} allowed {f} ({shown}); using {shown}.")
                 run_kw[f] = near
     return (_build(DataSpec, data_kw, _DATA_KEYS, problems), _build(RunSettings, run_kw, _RUN_KEYS, problems),
             problems)
+
+
+def _number(v: float) -> str:
+    """A limit as a person reads it: a whole number in full (a seed of 2147483647, not
+    2.14748e+09), anything else in 6 significant digits."""
+    return str(int(v)) if isinstance(v, (int, np.integer)) else f"{v:g}"
+
+
+def _cut(raw: str, keep: int = 40) -> str:
+    """A link value short enough to quote in a message (a 300-character one is cut)."""
+    return raw if len(raw) <= keep else raw[:keep] + f"... ({len(raw)} characters)"
 
 
 def _build(cls, kw: dict, keys: dict, problems: list[str]):
@@ -289,7 +329,7 @@ def _build(cls, kw: dict, keys: dict, problems: list[str]):
         try:
             obj = replace(obj, **{f: v})
         except (ValueError, TypeError) as exc:
-            problems.append(f"URL parameter {keys[f]}: {exc}; using the default.")
+            problems.append(f"URL parameter {keys[f]}: {_cut(str(exc), 160)}; using the default.")
     return obj
 
 

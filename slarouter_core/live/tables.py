@@ -25,7 +25,8 @@ _PREFIXES = {"J": ((1e9, "GJ"), (1e6, "MJ"), (1e3, "kJ"), (1.0, "J")),
 
 def human_cost(value: float, unit: str) -> str:
     """A cost in human units and digits: ``6.079e6 ms`` is "1.69 h", ``0.0001004 USD`` is
-    "0.01¢", ``3.5e6 J`` is "3.5 MJ"; NaN is "-"."""
+    "$0.0001" (dollars always, as on the charts' axes: never cents under a USD header),
+    ``3.5e6 J`` is "3.5 MJ"; NaN is "-"."""
     if value is None or not math.isfinite(float(value)):
         return "-"
     v = float(value)
@@ -37,7 +38,8 @@ def human_cost(value: float, unit: str) -> str:
             return f"${v:,.2f}"
         if a >= 0.01:
             return f"${v:.3g}"
-        return f"{100 * v:.3g}¢"
+        decimals = min(12, 2 - math.floor(math.log10(a)))  # three significant digits, no exponent
+        return "$" + f"{v:.{decimals}f}".rstrip("0").rstrip(".")
     for scale, label in _PREFIXES.get(unit, ()):
         if a >= scale or scale == 1.0:
             return f"{v / scale:,.3g} {label}"
@@ -125,7 +127,7 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
     """The zoo as a picture: accuracy against mean cost per request (log scale: zoos span
     orders of magnitude) for each model, one panel per benchmark and one for all
     requests, with the static-mixture frontier (what any router must beat without
-    reading the text). Models in the grey scale of every chart (cheapest lightest),
+    reading the text). Models in the categorical hues of every chart (``MODEL_PALETTE``),
     their names beside the points (``labels``, for zoos of up to :data:`LABEL_MODELS`)
     and in tooltips always; ``legend``: a colour legend below.
 
@@ -141,8 +143,8 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
     y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"zero": False},
          "axis": {"format": ".0%"}}
     color = color_encoding("series", models + [FRONTIER], models,
-                           title="model (cheapest lightest)" if legend else None,
-                           columns=min(len(models) + 1, 3))  # long names: three to a row fit three panels
+                           title="model (cheapest first)" if legend else None,
+                           width=3 * width)  # the legend sits below three panels
     tooltip = [{"field": "series", "title": "model"}, {"field": "benchmark"},
                {"field": "accuracy", "format": ".3f"}, {"field": "cost/request", "title": "mean cost"}]
     layers: list[dict] = [

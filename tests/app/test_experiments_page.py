@@ -45,7 +45,7 @@ def test_comparison_table_chart_and_exports():
     rows = at.session_state.exp_rows
     assert set(rows["seed"]) == {42, 7}
     assert set(rows["benchmark"]) == {"arithmetic", "coding", "history", "science"}
-    mine = rows[rows["method"] == "SLARouter (sidebar settings)"]
+    mine = rows[rows["method"] == "SLARouter (sidebar settings: contextual)"]
     assert len(mine) == 8 and {json.loads(p)["c"] for p in mine["params"]} == {0.3}
     assert {m for m in rows["method"] if m.endswith(" only")} == {
         "tiny-1b only", "small-8b only", "medium-32b only", "large-70b only"}
@@ -127,7 +127,7 @@ def test_feedback_rate_sweep_is_one_pivot_table():
     # 3 rates x 4 benchmarks: one table, not 12
     (pivot,) = tables(at)
     assert list(pivot.columns) == ["method", "feedback rate 0.1", "feedback rate 0.5", "feedback rate 1"]
-    assert list(pivot["method"]) == ["SLARouter (sidebar settings)", "oracle"]
+    assert list(pivot["method"]) == ["SLARouter (sidebar settings: contextual)", "oracle"]
     assert not any("| method |" in m.value for m in at.markdown)
     at.selectbox(key="w_rs_pivot_metric").set_value("seeds ≥ alpha").run()
     (pivot,) = tables(at)
@@ -213,3 +213,23 @@ def test_paper_protocol_on_data_the_paper_does_not_have():
     assert not at.exception and not at.error
     assert [list(t.columns)[:3] for t in tables(at)] == [["benchmark", "alpha (%)", "method"]]  # scores only
     assert any("None of the loaded benchmarks is in the published table" in c.value for c in at.caption)
+
+
+def test_the_default_comparison_says_who_holds_the_sla_and_why_the_paper_misses():
+    """Issue 23, defect 2: the sidebar's router (contextual by default) and the paper's
+    algorithm side by side, with their multiples of both references and, where the paper
+    misses, its exploration share from the runs."""
+    at = open_app(PAGE)
+    assert set(at.multiselect(key="w_exp_methods").value) >= {"mine", "slarouter_ddv", "static_mixture", "single"}
+    at.text_input(key="w_exp_seeds").set_value("1").run()
+    at.button(key="w_exp_run").click().run()
+    assert not at.exception and not at.error
+    rows = at.session_state.exp_rows
+    text = "\n".join(m.value for m in at.markdown)
+    for method in ("SLARouter (sidebar settings: contextual)", "SLARouter (data-driven V)"):
+        assert f"**{method}** " in text and "x** the static mixture" in text
+    assert "x** the most accurate single model" in text
+    paper = rows[rows["method"] == "SLARouter (data-driven V)"]
+    if not paper["sla_met"].all():
+        share = (paper["explored"] / paper["n_stream"]).mean()
+        assert "(the paper's rule) misses" in text and f"{100 * share:.1f}% of each stream" in text

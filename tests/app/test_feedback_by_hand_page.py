@@ -28,7 +28,7 @@ def chart_rows(chart) -> list[dict]:
 
 
 def test_thumbs_down_raises_q():
-    at = open_app(PAGE, alpha="0.7")
+    at = open_app(PAGE, mode="paper", alpha="0.7")
     at.button(key="w_bg").click().run()
     at.button(key="w_next").click().run()
     hand = at.session_state.hand
@@ -49,7 +49,7 @@ def test_thumbs_down_raises_q():
 
 
 def test_the_logged_outcome_of_the_served_answer_is_shown():
-    at = open_app(PAGE)
+    at = open_app(PAGE, mode="paper")
     at.button(key="w_next").click().run()
     hand = at.session_state.hand
     req = hand.current.requests["paper"]
@@ -89,7 +89,7 @@ def test_automatic_feedback_off_means_only_you_give_feedback():
 
 
 def test_typed_request_is_routed_and_says_it_has_no_logged_answer():
-    at = open_app(PAGE)
+    at = open_app(PAGE, mode="paper")
     at.button(key="w_route_typed").click().run()
     assert "empty" in at.error[0].value
     at.text_area(key="w_typed").set_value("Prove rigorously that the orbit of a molecule is a cell.")
@@ -102,7 +102,7 @@ def test_typed_request_is_routed_and_says_it_has_no_logged_answer():
 
 
 def test_estimates_before_and_after_and_the_queue_are_drawn():
-    at = open_app(PAGE, alpha="0.7", c="0")
+    at = open_app(PAGE, mode="paper", alpha="0.7", c="0")
     at.button(key="w_bg").click().run()
     at.button(key="w_next").click().run()
     bars = chart_rows(charts(at)["paper: shat before and after your verdict"])

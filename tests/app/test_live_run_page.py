@@ -59,7 +59,7 @@ def test_step_draws_every_chart_from_the_run():
     at.button(key="w_step").click().run()
     charts = charts_by_key(at)
     live = at.session_state.live
-    assert live.routers == ("paper", "contextual")
+    assert live.routers == ("contextual", "paper")
     q_rows = chart_rows(charts["Virtual queue Q_t"])
     for mode in live.routers:
         rows = [r for r in q_rows if r["series"] == mode]
@@ -200,7 +200,7 @@ def test_a_rejected_value_is_said_in_words_and_the_widget_goes_back():
     assert at.number_input(key="w_c").value == 0.1
     at.multiselect(key="w_routers").set_value([]).run()
     assert "pick at least one router" in at.main.error[0].value
-    assert at.multiselect(key="w_routers").value == ["paper", "contextual"]
+    assert at.multiselect(key="w_routers").value == ["contextual", "paper"]
     at.number_input(key="w_c").set_value(0.3).run()  # a good value goes through, no message
     assert not at.main.error and at.session_state.run_settings.c == 0.3
 
@@ -226,4 +226,4 @@ def test_a_mode_from_the_link_survives_a_visit_to_live_run():
     at = open_app(PAGE, mode="guarded")
     at.number_input(key="w_c").set_value(0.2).run()
     assert at.session_state.run_settings.mode == "guarded"  # Feedback by hand keeps its router
-    assert at.session_state.live.routers == ("paper", "contextual")
+    assert at.session_state.live.routers == ("contextual", "paper")

@@ -26,7 +26,7 @@ new MutationObserver(() => {
 @pytest.mark.parametrize("link, heading, text", [
     ("live_run?enc=hashing&alpha=0.8", "Live run", "Live run settings"),
     ("feedback_by_hand?enc=hashing&seed=7", "Feedback by hand", "seed = 7"),  # the link's settings were read
-    ("service_page?enc=hashing", "Service", "Model zoo"),
+    ("service_page?enc=hashing", "Service", "the service's own"),
 ])
 def test_a_deep_link_as_the_first_request_opens_its_page(browser, link, heading, text):
     from playwright.sync_api import expect

@@ -159,7 +159,7 @@ def test_trace_csv_has_every_request(small):
 # -- feedback by hand -----------------------------------------------------------------------
 def test_thumbs_down_raises_q_by_alpha_and_up_lowers_it(small):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings(alpha=0.7))
+    hand = HandSession(data, emb, RunSettings(mode="paper", alpha=0.7))
     hand.serve_auto(50)
     req = hand.next_from_stream()
     q0 = req.decision.q
@@ -175,7 +175,7 @@ def test_thumbs_down_raises_q_by_alpha_and_up_lowers_it(small):
 
 def test_answer_needs_an_open_request(small):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings())
+    hand = HandSession(data, emb, RunSettings(mode="paper"))
     with pytest.raises(ValueError, match="no open request"):
         hand.answer(1)
     hand.next_from_stream()
@@ -189,7 +189,7 @@ def test_answer_needs_an_open_request(small):
 @pytest.mark.parametrize("auto", [True, False])
 def test_automatic_feedback_can_be_switched_off(small, auto):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings(feedback_rate=1.0), auto_feedback=auto)
+    hand = HandSession(data, emb, RunSettings(mode="paper", feedback_rate=1.0), auto_feedback=auto)
     hand.next_from_stream()
     hand.next_from_stream()  # skipped: only the simulated user can answer these two
     hand.serve_auto(30)
@@ -198,7 +198,7 @@ def test_automatic_feedback_can_be_switched_off(small, auto):
 
 def test_background_traffic_matches_the_simulator(small):
     data, emb = small
-    settings = RunSettings(alpha=0.65, seed=11)
+    settings = RunSettings(alpha=0.65, seed=11, mode="paper")
     hand = HandSession(data, emb, settings, auto_feedback=True)
     hand.serve_auto(200)
     live = LiveRun(data, emb, settings)
@@ -210,7 +210,7 @@ def test_background_traffic_matches_the_simulator(small):
 @pytest.mark.parametrize("learn_all", [True, False])
 def test_learning_from_every_thumbs_moves_the_estimates(small, learn_all):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings(c=0.0), learn_from_all=learn_all)
+    hand = HandSession(data, emb, RunSettings(mode="paper", c=0.0), learn_from_all=learn_all)
     hand.serve_auto(1)  # step 1 always explores; with c = 0 nothing explores afterwards
     req = hand.next_from_stream()
     assert not req.decision.explored
@@ -221,7 +221,7 @@ def test_learning_from_every_thumbs_moves_the_estimates(small, learn_all):
 
 def test_typed_requests_are_checked(small):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings())
+    hand = HandSession(data, emb, RunSettings(mode="paper"))
     with pytest.raises(ValueError, match="empty"):
         hand.route_text("  ", emb[0])
     with pytest.raises(ValueError, match="width"):
@@ -236,7 +236,7 @@ def test_typed_requests_are_checked(small):
 
 def test_explanation_scores_are_the_router_terms(small):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings())
+    hand = HandSession(data, emb, RunSettings(mode="paper"))
     hand.serve_auto(40)
     req = hand.next_from_stream()
     table = hand.explanation(req)
@@ -300,7 +300,7 @@ def test_why_names_the_guard_escalation(small):
         assert hand.explanation(req)["chosen"].iloc[d.model] == why
         hand.answer(0)
     assert "escalated (guard)" in seen
-    paper = HandSession(data, emb, RunSettings(alpha=0.75))
+    paper = HandSession(data, emb, RunSettings(mode="paper", alpha=0.75))
     assert "predictor after" not in paper.explanation(paper.next_from_stream()).columns
 
 
@@ -447,7 +447,7 @@ def test_typed_request_reaches_every_router_and_has_no_logged_answer(small):
 
 def test_estimate_bars_before_and_after_a_verdict(small):
     data, emb = small
-    hand = HandSession(data, emb, RunSettings(c=0.0))
+    hand = HandSession(data, emb, RunSettings(mode="paper", c=0.0))
     hand.serve_auto(1)
     req = hand.next_from_stream()
     np.testing.assert_allclose(req.shat_before, req.decision.shat)  # paper mode: the predictor's output

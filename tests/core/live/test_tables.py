@@ -75,7 +75,7 @@ def test_the_chart_of_an_11_model_dollar_zoo(zoo11):
     layers = spec["spec"]["layer"]
     x = layers[0]["encoding"]["x"]
     assert x["scale"] == {"type": "log"} and x["title"] == "USD/request (log scale)"
-    # single models on the grey scale of every chart, the frontier in the static mixture's colour
+    # single models in their own hues on every chart, the frontier in the static mixture's colour
     colour = layers[1]["encoding"]["color"]
     assert colour["scale"]["domain"] == list(zoo11.models) + [FRONTIER]
     assert colour["scale"]["range"] == model_colors(zoo11.models) + [REFERENCE_COLORS["static mixture"]]

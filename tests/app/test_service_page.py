@@ -1,0 +1,53 @@
+"""Service page (issue 23, defect 4): a text that is no URL is refused in words, the
+satisfaction figures shown side by side are of one population or say which, the cost
+names its unit, and the sidebar describes the service, not the dashboard's dataset."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.service.conftest import _healthy, backends, running  # noqa: F401  (fixtures)
+from tests.service.test_service import ask, feedback
+
+from .conftest import open_app
+
+PAGE = "pages/service_page.py"
+
+
+@pytest.mark.parametrize("text", ["not a url at all", "http://host name:80", "localhost:notaport", "zzz " * 75])
+def test_a_text_that_is_no_url_is_refused_in_words(text):
+    at = open_app(PAGE)
+    at.text_input(key="w_service_url").set_value(text).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "is not a URL" in errors or "port that is not a number" in errors
+    assert "ConnectError" not in errors and not at.warning
+
+
+def test_the_sidebar_describes_the_service_not_the_dataset():
+    at = open_app(PAGE)
+    side = " ".join(m.value for m in at.sidebar.markdown) + " ".join(c.value for c in at.sidebar.caption)
+    assert "the service's own" in side and "Model zoo" not in side
+    assert not at.sidebar.get("vega_lite_chart") and not at.sidebar.table
+
+
+def test_figures_side_by_side_are_comparable_or_say_which_population(running):  # noqa: F811
+    svc = running()
+    client = svc.client()
+    for i in range(12):
+        _, comp = ask(client, f"question number {i}")
+        if i % 2 == 0:
+            feedback(svc.url, comp.id, i % 4 == 0)
+    at = open_app(PAGE)
+    at.text_input(key="w_service_url").set_value(svc.url).run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    assert "Cost so far (zoo prices)" in metrics
+    assert "Satisfaction, all requests (estimate)" in metrics
+    if "Thumbs up: 90% lower bound" in metrics:  # the paper mode claims no bound: Wilson on the thumbs
+        assert metrics["Thumbs up (of 6 thumbs)"] == "50.0%"  # the share that bound is about
+        assert "Lower bound" not in metrics
+    else:
+        assert "Satisfaction, all requests: 90% lower bound" in metrics
+    caption = " ".join(c.value for c in at.caption)
+    assert "small" in caption and "large" in caption  # the service's zoo, named on the page

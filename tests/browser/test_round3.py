@@ -1,0 +1,96 @@
+"""Issue 23 in chromium at 1400 x 1000, on one server: an 11-model dollar zoo's Live run
+charts draw nothing past their right edge (legends below, in columns that fit) and no
+metric value is cut; the sidebar's zoo table wraps long names; garbage links and the
+README's ``/data_page`` open their pages without an exception or a "Page not found"
+dialog."""
+
+from __future__ import annotations
+
+import io
+from urllib.parse import urlencode
+
+import pytest
+
+from slarouter_core.data import write_parquet
+from tests.core.live.zoo_frames import dollar_zoo
+
+pytestmark = pytest.mark.browser
+
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+#: elements whose text must never be cut with an ellipsis (scrollWidth > clientWidth)
+CUT = """els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+
+
+def blank_right_edge(png: bytes, columns: int = 3) -> bool:
+    """Whether the last ``columns`` pixel columns of a chart's screenshot are background:
+    a legend or label cut at the chart's right edge would draw there."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(png)).convert("L")
+    w, h = img.size
+    strip = img.crop((w - columns, 0, w, h))
+    return strip.getextrema()[0] >= 235  # the darkest pixel there
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    p = browser.new_page(viewport={"width": 1400, "height": 1000})
+    p.set_default_timeout(60_000)
+    yield p
+    p.close()
+
+
+def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_url, page, tmp_path):
+    from playwright.sync_api import expect
+
+    path = write_parquet(dollar_zoo(11), tmp_path / "zoo11.parquet")
+    page.goto(f"{app_url}/live_run?" + urlencode({"enc": "hashing", "src": "path", "path": str(path),
+                                                   "cost": "cost_usd", "tick": "200"}))
+    page.wait_for_selector(IDLE)
+    for _ in range(2):
+        page.get_by_role("button", name="Step").click()
+        page.wait_for_timeout(500)
+        page.wait_for_selector(IDLE)
+    expect(page.locator("[data-testid='stMain']")).to_contain_text("Served (of 880)")
+    expect(page.locator("[data-testid='stMetricValue']").first).to_have_text("400")
+    charts = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']")
+    expect(charts).to_have_count(8)
+    page.wait_for_timeout(1500)  # the canvases finish drawing
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        chart.scroll_into_view_if_needed()
+        png = chart.screenshot(path=str(tmp_path / f"chart{i}.png"))
+        assert blank_right_edge(png), f"chart {i} draws up to its right edge (a cut legend or label)"
+    # metric values and deltas whole, and the sidebar's zoo table wraps instead of cutting
+    cut = page.locator("[data-testid='stMetricValue'], [data-testid='stMetricDelta'], "
+                       "[data-testid='stMetricLabel']").evaluate_all(CUT)
+    assert cut == []
+    cells = page.locator("[data-testid='stSidebar'] [data-testid='stTable'] td, "
+                         "[data-testid='stSidebar'] [data-testid='stTable'] th")
+    assert cells.count() >= 11 * 3
+    assert cells.evaluate_all(CUT) == []
+    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("mistralai/Mistral-Large-2411")
+    # the story says who holds the SLA against both references
+    story = page.locator(".st-key-live_story")
+    expect(story).to_contain_text("the static mixture's cost")
+    expect(story).to_contain_text("the most accurate model")
+
+
+@pytest.mark.parametrize("link", ["live_run?enc=hashing&fbmodel=zzz&seed=nan&alpha=1e400&routers=",
+                                  "feedback_by_hand?enc=hashing&fbmodel=nan&tick=-1",
+                                  "experiments_page?enc=hashing&mode=" + "x" * 300,
+                                  "data_page?enc=hashing&seed=7"])
+def test_garbage_links_and_the_readme_data_page_link_open_their_page(app_url, page, link):
+    from playwright.sync_api import expect
+
+    page.goto(f"{app_url}/{link}")
+    page.wait_for_selector(IDLE)
+    expect(page.locator("h1").first).to_be_visible()
+    page.wait_for_timeout(500)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.get_by_text("Page not found").count() == 0 and page.get_by_role("dialog").count() == 0
+    if link.startswith("data_page"):
+        expect(page.locator("h1", has_text="Data")).to_be_visible()
+        expect(page.locator("[data-testid='stSidebar']")).to_contain_text("seed = 7")
+    else:
+        expect(page.locator("[data-testid='stMain']")).to_contain_text("could not be used")
