@@ -82,7 +82,8 @@ class HandSession:
             data.benchmarks if sim.feedback.kind == "drift" else None)
         self.plan = plan.feedback
         self.delay = plan.delay  # None unless the feedback model delays verdicts
-        self.router = SLARouter(self.config, data.n_models, emb.shape[1], seed=router_seed)
+        self.router = SLARouter(self.config, data.n_models, emb.shape[1], seed=router_seed,
+                                stream_length=data.n_requests)
         self.auto_feedback = bool(auto_feedback)
         self.learn_from_all = bool(learn_from_all)
         self.position = 0  # next stream position

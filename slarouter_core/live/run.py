@@ -13,8 +13,8 @@ from ..baselines import clairvoyant_oracle, static_mixture_lp
 from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
 from ..router import MODES as ROUTER_MODES
-from ..feedback import JUDGED
-from ..router import NO_FEEDBACK
+from ..feedback import JUDGED, n_thumbs, thumbs_of
+from ..feedback import NO_FEEDBACK
 from ..simulator import Simulation
 from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, TOP_MODELS, ChartFrame, _chart_spec, _long,
                      _long_parts, color_encoding)
@@ -186,7 +186,7 @@ class LiveRun:
                 "satisfaction": s.satisfaction, "sla": "met" if s.sla_met else "missed", "v": s.final_v,
                 "q": s.final_q, "explored": s.explored, "explored_share": s.explored / k,
                 "labels": int(np.count_nonzero(a["explored"] & (fb != NO_FEEDBACK))),
-                "thumbs": int(np.count_nonzero((fb == 0) | (fb == 1))), "judge_calls": judged,
+                "thumbs": n_thumbs(fb), "judge_calls": judged,
                 "judge_spend": judge_spend, "feedback": s.feedback,
                 "vs_mixture": cost / mix if mix > 0 else float("nan"),
                 "vs_best": cost / best if best > 0 else float("nan"),
@@ -318,7 +318,7 @@ class LiveRun:
         for m in self.routers:
             explored = arrs[m]["explored"]
             code = arrs[m]["feedback"]
-            thumbs = (code == 0) | (code == 1)  # a judge's verdict is never counted as thumbs
+            thumbs = thumbs_of(code) != NO_FEEDBACK  # a judge's verdict is never counted as thumbs
             for label, mask in (("exploration", explored), ("feedback", thumbs), ("judge", code >= JUDGED),
                                 ("predictor update", explored & (code != NO_FEEDBACK))):
                 if label not in kinds:
