@@ -73,6 +73,9 @@ GUARANTEES = ("window", "anytime")
 DEFAULT_WINDOW = 10_000
 #: one-sided 95% normal quantile: a model is dominated when a cheaper one is better by this
 _PRUNE_Z = 1.6449
+#: sds of the best level's upper bound in the at-risk test, wide because it is checked at
+#: every replan (a 95% bound checked 1,000 times dips below the truth somewhere)
+
 
 
 @dataclass(frozen=True)
@@ -458,13 +461,17 @@ class ContextualPolicy:
 
     def explore_weight(self, m: int) -> float:
         """Share of model ``m``'s exploration draws that are kept: 1 for a model no dearer
-        than the mean cost per request served so far, the cost ratio above (the fallback
-        labels the model it serves, so a dear best model still gets its labels there)."""
-        if self.t == 0 or self.served_cost <= 0:
+        than the cheapest model that may carry the SLA alone (a 95% upper bound on its
+        level reaches alpha; no plan ever needs to pay more per request), the cost ratio
+        above it (the fallback labels the model it serves, so a dear best model still gets
+        its labels there)."""
+        if self.ref_n == 0:
             return 1.0
-        mean_m = self.cost_sum[m] / max(self.ref_n, 1)
-        ref = self.served_cost / self.t
-        return 1.0 if mean_m <= ref else float(ref / mean_m)
+        cost = self.cost_sum / self.ref_n
+        mean, size = self.blind_posterior()
+        enough = mean + _PRUNE_Z * np.sqrt(mean * (1 - mean) / (size + 1.0)) >= self.alpha
+        ref = float(cost[enough].min()) if enough.any() else float(cost.max())
+        return 1.0 if cost[m] <= ref or ref <= 0 else float(ref / cost[m])
 
     # -- the rule -----------------------------------------------------------------
     def _replan(self, t: int) -> None:

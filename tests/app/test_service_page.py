@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.service.conftest import _healthy, backends, running  # noqa: F401  (fixtures)
+from tests.service.conftest import KEY, _healthy, backends, running  # noqa: F401  (fixtures)
 from tests.service.test_service import ask, feedback
 
 from .conftest import open_app
@@ -31,13 +31,14 @@ def test_the_sidebar_describes_the_service_not_the_dataset():
     assert not at.sidebar.get("vega_lite_chart") and not at.sidebar.table
 
 
-def test_figures_side_by_side_are_comparable_or_say_which_population(running):  # noqa: F811
+def test_figures_side_by_side_are_comparable_or_say_which_population(running, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SLAROUTER_API_KEY", KEY)  # the page reads the service's key from the environment
     svc = running()
     client = svc.client()
     for i in range(12):
         _, comp = ask(client, f"question number {i}")
         if i % 2 == 0:
-            feedback(svc.url, comp.id, i % 4 == 0)
+            feedback(svc, comp.id, i % 4 == 0)
     at = open_app(PAGE)
     at.text_input(key="w_service_url").set_value(svc.url).run()
     assert not at.exception, [e.value for e in at.exception]
