@@ -29,6 +29,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from slarouter_core.encoders import DEFAULT_ENCODER_THREADS  # noqa: E402
+
 PY = sys.executable
 KEY = "sk-bench-" + "0123456789abcdef"
 WORDS = ("routing model answer question cost quality service latency budget feedback user prompt token "
@@ -193,7 +197,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=200, help="sequential requests per path and prompt kind")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of each concurrent run")
     ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=1, help="the encoder's threads (serve --threads)")
+    ap.add_argument("--threads", type=int, default=DEFAULT_ENCODER_THREADS,
+                    help="the encoder's threads (serve --threads; the same default)")
     ap.add_argument("--embed-wait-ms", type=float, default=2.0)
     ap.add_argument("--skip-encoders", action="store_true", help="skip the in-process encoder comparison")
     a = ap.parse_args()

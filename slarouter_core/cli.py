@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
-from .encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder
+from .encoders import DEFAULT_ENCODER, DEFAULT_ENCODER_THREADS, EncoderUnavailableError, get_encoder
 from .experiments import PROTOCOLS, aggregate, format_table, load_any, run_slarouter_grid
 from .router import MODES as ROUTER_MODES
 from .simulator import PAPER_SEEDS
@@ -480,7 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints (default 30)")
     srv.add_argument("--seed", type=int, default=0)
     srv.add_argument("--instance", default="slr", help="request-id prefix of this replica (default slr)")
-    srv.add_argument("--threads", type=int, default=1, help="torch / ONNX Runtime threads for the encoder (default 1)")
+    srv.add_argument("--threads", type=int, default=DEFAULT_ENCODER_THREADS,
+                     help="torch / ONNX Runtime threads for the encoder (default: 2, or the cores if fewer; one "
+                          "request's forward pass then uses both cores of a 2-core machine)")
     srv.add_argument("--api-keys-file", default=None,
                      help="file of accepted API keys, one per line (also: env SLAROUTER_MASTER_KEY)")
     srv.add_argument("--encoder-runtime", default="onnx", choices=["onnx", "torchscript", "eager"],

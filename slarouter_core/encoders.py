@@ -22,6 +22,10 @@ import numpy as np
 
 ProgressFn = Callable[[int, int], None]
 DEFAULT_ENCODER = "minilm"
+#: the encoder's threads in the routing service by default: a lone request's forward pass
+#: on two cores met the 10 ms single-client budget where one thread did not
+#: (benchmarks/bench_service.py, README "Routing real traffic")
+DEFAULT_ENCODER_THREADS = min(2, os.cpu_count() or 1)
 
 
 class EncoderUnavailableError(RuntimeError):

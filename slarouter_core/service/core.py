@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..encoders import DEFAULT_ENCODER_THREADS
 from ..encoders import TextEncoder
 from ..router import LATE_WINDOW, RouterConfig, SLARouter
 from ..validation import check_int, check_number
@@ -95,7 +96,7 @@ class ServiceConfig:
     #: the per-request forward of a transformer encoder: onnx (torch where it cannot), torchscript, eager
     encoder_runtime: str = "onnx"
     #: intra-op threads of the ONNX Runtime session
-    encoder_threads: int = 1
+    encoder_threads: int = DEFAULT_ENCODER_THREADS
 
     def __post_init__(self) -> None:
         self.router_config()  # alpha and mode are validated by RouterConfig
