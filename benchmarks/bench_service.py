@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.encoders import DEFAULT_ENCODER_THREADS  # noqa: E402
+from slarouter_core.service.onnx_encoder import RUNTIMES  # noqa: E402
 
 PY = sys.executable
 KEY = "sk-bench-" + "0123456789abcdef"
@@ -192,7 +193,7 @@ async def run(a, service: str, direct: str, spid: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--encoder", default="minilm")
-    ap.add_argument("--runtime", default="onnx", choices=["onnx", "torchscript", "eager"])
+    ap.add_argument("--runtime", default="onnx", choices=RUNTIMES)
     ap.add_argument("--mode", default="guarded")
     ap.add_argument("--n", type=int, default=200, help="sequential requests per path and prompt kind")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of each concurrent run")

@@ -10,6 +10,7 @@ import streamlit as st
 from pages import _shared as sh
 from slarouter_core.live import (ROUTER_MODES, LiveRun, RunSettings, describe_reset, feedback_model_choices,
                                  human_cost, settings_change, settings_json)
+from slarouter_core.experiments.runs import judge_call_cost
 from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
 
@@ -69,6 +70,16 @@ def widget(key: str) -> dict:
     return out
 
 
+def select_widget(key: str, choices) -> dict:
+    """:func:`widget` for a selectbox, which takes an index, never a value (one not among
+    ``choices`` shows the first)."""
+    out = widget(key)
+    if "value" in out:
+        value = out.pop("value")
+        out["index"] = list(choices).index(value) if value in choices else 0
+    return out
+
+
 # settings live in the sidebar: Start, Pause, the headline and the charts stay on one screen
 with st.sidebar:
     st.markdown("### Live run settings")
@@ -98,16 +109,9 @@ with st.sidebar:
     st.slider("feedback rate", 0.0, 1.0, step=0.01, help="Probability that a user gives feedback on a request.",
               **widget("w_rate"))
     choices = feedback_model_choices()
-    fb = widget("w_fbmodel")
-    if "value" in fb:  # a selectbox takes an index, never a value
-        value = fb.pop("value")
-        fb["index"] = choices.index(value) if value in choices else 0
-    st.selectbox("feedback model", choices, help=FEEDBACK_HELP, **fb)
-    jd = widget("w_judge")
-    if "value" in jd:
-        value = jd.pop("value")
-        jd["index"] = JUDGE_CHOICES.index(value) if value in JUDGE_CHOICES else 0
-    st.selectbox("LLM judge where users give no thumbs", JUDGE_CHOICES, format_func=lambda j: j or "none", **jd,
+    st.selectbox("feedback model", choices, help=FEEDBACK_HELP, **select_widget("w_fbmodel", choices))
+    st.selectbox("LLM judge where users give no thumbs", JUDGE_CHOICES, format_func=lambda j: j or "none",
+                 **select_widget("w_judge", JUDGE_CHOICES),
                  help="The judge reads the answer and gives a verdict (with its measured error rates) on a share of "
                       "the requests the users left without thumbs. Its calls are counted apart from thumbs and "
                       "their cost is added to each router's operating cost.")
@@ -115,7 +119,7 @@ with st.sidebar:
         st.slider("judge budget (share of requests without thumbs)", 0.0, 1.0, step=0.05, **widget("w_jbudget"))
         st.number_input(f"judge cost per call ({data.cost_unit})", format="%.4g", **widget("w_jcost"),
                         help="Default: the mean cost per request of the zoo's cheapest model, "
-                             f"{human_cost(float(data.costs.mean(axis=0).min()), data.cost_unit)} "
+                             f"{human_cost(judge_call_cost(data, None), data.cost_unit)} "
                              f"({data.models[int(data.costs.mean(axis=0).argmin())]}).")
     st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
                     **widget("w_seed"))

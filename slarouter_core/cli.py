@@ -11,7 +11,7 @@ from pathlib import Path
 from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
 from .encoders import DEFAULT_ENCODER, DEFAULT_ENCODER_THREADS, EncoderUnavailableError, get_encoder
-from .experiments import PROTOCOLS, aggregate, format_table, load_any, run_slarouter_grid
+from .experiments import PROTOCOLS, aggregate, format_table, load_any, parse_feedback, run_slarouter_grid
 from .router import MODES as ROUTER_MODES
 from .simulator import PAPER_SEEDS
 
@@ -175,19 +175,14 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
         raise ValueError("--judge-budget is the share of unlabelled requests the judge fills in: add --judge-fill")
     out = []
     for kind in dict.fromkeys(kinds):
-        if kind not in KINDS:  # a preset or a kind:key=value spec, taken as it is
-            from .experiments import parse_feedback
-
+        if kind in KINDS:
+            fcfg = FeedbackConfig(kind=kind, burst_length=args.burst_length, on_fraction=args.on_fraction,
+                                  negative_ratio=args.negative_ratio, delay=args.delay, delay_dist=args.delay_dist,
+                                  drift_mix=args.drift_mix, judge=JUDGE_PRESETS[args.judge] if args.judge else None,
+                                  judge_fill=JUDGE_PRESETS[args.judge_fill] if args.judge_fill else None,
+                                  judge_budget=1.0 if args.judge_budget is None else args.judge_budget)
+        else:  # a preset or a kind:key=value spec, taken as it is
             fcfg = parse_feedback(kind)
-            for r in rates:
-                fcfg.check_rate(float(r))
-            out.append(fcfg)
-            continue
-        fcfg = FeedbackConfig(kind=kind, burst_length=args.burst_length, on_fraction=args.on_fraction,
-                              negative_ratio=args.negative_ratio, delay=args.delay, delay_dist=args.delay_dist,
-                              drift_mix=args.drift_mix, judge=JUDGE_PRESETS[args.judge] if args.judge else None,
-                              judge_fill=JUDGE_PRESETS[args.judge_fill] if args.judge_fill else None,
-                              judge_budget=1.0 if args.judge_budget is None else args.judge_budget)
         for r in rates:
             fcfg.check_rate(float(r))
         out.append(fcfg)
@@ -440,11 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "alpha rule, V=1e-5 and data-driven V, c=0.1, SGD lr 0.006, batch 16, seeds 42 1 1234, "
                            "the paper's methods); every flag given explicitly overrides it")
     cmp_.add_argument("--methods", nargs="+", default=None,
-                      help="(default: single random static_mixture oracle carrot causal messplus slarouter "
-                           "slarouter_ddv) presets (single random static_mixture oracle carrot causal messplus slarouter "
-                           "slarouter_ddv slarouter_guarded slarouter_contextual) or method:key=value,... "
+                      help=f"(default: {' '.join(COMPARE_METHODS)}) presets (single random static_mixture oracle "
+                           "carrot causal messplus slarouter slarouter_ddv slarouter_guarded slarouter_contextual) "
+                           "or method:key=value,... "
                            "e.g. slarouter:mode=contextual or slarouter:V=0.0001")
-    cmp_.add_argument("--seeds", type=int, nargs="+", default=None, help="(default 42 1 1234)")
+    cmp_.add_argument("--seeds", type=int, nargs="+", default=None, help=f"(default {' '.join(map(str, PAPER_SEEDS))})")
     cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=None,
                       help="one or more rates (a grid axis; default 0.2)")
     add_feedback_args(cmp_, several=True)

@@ -110,8 +110,10 @@ class RouterConfig:
         if unknown:
             raise ValueError(f"unknown router setting(s) {', '.join(unknown)}")
         pred, ctx, grd = d.get("predictor"), d.get("contextual"), d.get("guarded")
-        if d.get("mode", "paper") != "contextual" and isinstance(ctx, dict) and "z" in ctx:
-            ctx = None  # checkpoints before the window certificate stored its defaults in every mode
+        if isinstance(ctx, dict) and "z" in ctx:
+            # written before the window certificate: its settings do not carry over (other
+            # modes stored its defaults; a contextual state is refused when it is loaded)
+            ctx = None
         d["predictor"] = pred if isinstance(pred, PredictorConfig) else PredictorConfig(**(pred or {}))
         ctx = ctx if isinstance(ctx, ContextualConfig) else ContextualConfig.from_dict(ctx)
         d["contextual"] = replace(ctx, **ctx_flat) if ctx_flat else ctx
@@ -387,19 +389,20 @@ class SLARouter:
         x_shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # a lazy row view keeps its rows
         if x_shape != (total, self.dim) or np.shape(costs) != (total, M) or np.shape(feedback) != (total, M):
             raise ValueError("X, costs and feedback must have shapes (n, D), (n, M), (n, M)")
-        judged = bool(np.any(np.asarray(feedback[:n]) >= JUDGED))
+        fb = np.asarray(feedback[:n])  # the policies read no feedback beyond row n
+        judged = bool(np.any(fb >= JUDGED))
         if judged:  # what this policy asks of the judge (see judge_use)
-            feedback = self.judge_codes(np.asarray(feedback))
+            fb = self.judge_codes(fb)
         if hasattr(self.policy, "run_block"):
-            used = feedback
+            used = fb
             if judged and self.judge_use == "label":  # the paper's protocol: a verdict as a label
-                used = np.where(feedback >= JUDGED, feedback - JUDGED, feedback).astype(np.int8)
+                used = np.where(fb >= JUDGED, fb - JUDGED, fb).astype(np.int8)
             out = self.policy.run_block(X, costs, used, n, self.t, self._step_draws)
             self.t += n
         else:
-            out = self._per_request_block(X, costs, feedback, n)
+            out = self._per_request_block(X, costs, fb, n)
         if judged:  # the trace records what was given (thumbs and judge calls), not how it was used
-            out.feedback = np.asarray(feedback[:n])[np.arange(n), out.model].astype(np.int8)
+            out.feedback = fb[np.arange(n), out.model].astype(np.int8)
         return out
 
     def judge_codes(self, codes: np.ndarray) -> np.ndarray:

@@ -149,11 +149,12 @@ class Simulation:
         self.order, plan, router_seed = stream_plan_full(
             data.n_requests, data.solved, config.feedback_rate, config.seed, config.shuffle,
             config.feedback, data.benchmarks if config.feedback.kind == "drift" else None)
-        self.feedback_plan = plan.feedback
         self.delay = plan.delay
         self._in_flight = VerdictsInFlight()
         self.router = SLARouter(config.router, data.n_models, emb.shape[1], seed=router_seed,
                                 stream_length=data.n_requests)
+        # the judge's verdicts as this router would ask for them, once for the whole stream
+        self.feedback_plan = self.router.judge_codes(plan.feedback) if config.feedback.judge_fill else plan.feedback
         # the stream in serving order, as a view (no copy); each step passes the rest as lookahead
         self._stream_x = StreamRows(emb, self.order)
         self._stream_costs = np.ascontiguousarray(data.costs[self.order])
@@ -210,7 +211,7 @@ class Simulation:
             x = self._stream_x[i]
             d = r.decide(x, self._stream_costs[i])
             m = d.model
-            f = int(r.judge_codes(np.asarray(self.feedback_plan[i, m])))
+            f = int(self.feedback_plan[i, m])
             thumb, judge = int(thumbs_of(f)), int(judge_of(f))
             # the judge reads the answer at once; the user's thumbs come with their delay
             r.observe(d, None, judge=None if judge == NO_FEEDBACK else judge)

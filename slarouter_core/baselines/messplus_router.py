@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import RoutingData
-from ..feedback import FeedbackConfig, thumbs_of
+from ..feedback import NO_FEEDBACK, FeedbackConfig, thumbs_of
 from ..policies.schedule import data_driven_v, exploration_probability
 from ..predictor import PredictorConfig, SatisfactionPredictor
-from ..feedback import NO_FEEDBACK
 from .common import History, MethodResult, check_alpha, check_embeddings, common_stream, method_result
 
 #: paper's fixed V for SLARouter and MESS+ (costs in joules)

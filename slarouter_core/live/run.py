@@ -12,9 +12,9 @@ import pandas as pd
 from ..baselines import clairvoyant_oracle, static_mixture_lp
 from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
+from ..feedback import NO_FEEDBACK, judge_of, thumbs_of
+from ..policies.schedule import data_driven_v
 from ..router import MODES as ROUTER_MODES
-from ..feedback import JUDGED, n_thumbs, thumbs_of
-from ..feedback import NO_FEEDBACK
 from ..simulator import Simulation
 from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, TOP_MODELS, ChartFrame, _chart_spec, _long,
                      _long_parts, color_encoding)
@@ -152,8 +152,8 @@ class LiveRun:
             v = float(cfg.V)
         else:
             order = np.argsort(self.data.costs.mean(axis=0), kind="stable")
-            gap = float(np.mean(self.data.costs[:, order[-1]] - self.data.costs[:, order[0]]))
-            v = cfg.q_max * cfg.eps / gap if gap > 0 else cfg.q_max * cfg.eps
+            gap_sum = float(np.sum(self.data.costs[:, order[-1]] - self.data.costs[:, order[0]]))
+            v = data_driven_v(cfg.q_max, cfg.eps, gap_sum, self.data.n_requests)
         return v * self._v_scale(mode)
 
     def router_headline(self, mode: str) -> dict[str, Any]:
@@ -167,18 +167,17 @@ class LiveRun:
         out: dict[str, Any] = {"mode": mode, "label": self.labels[mode], "color": ROUTER_COLORS[mode],
                                "q_label": Q_LABEL[mode], "v_note": self.v_note(mode),
                                "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit,
-                               "status": sim.router.sla_status(), "judge_cost_each": self.judge_cost}
+                               "status": sim.router.sla_status()}
         if k == 0:
             return {**out, "served": 0, "cost": 0.0, "cost_raw": 0.0, "cost_unit": unit,
                     "satisfaction": float("nan"), "sla": "not started", "v": self.expected_v(mode), "q": 0.0,
                     "explored": 0, "explored_share": float("nan"), "labels": 0, "thumbs": 0, "judge_calls": 0,
                     "judge_spend": 0.0, "feedback": 0, "vs_mixture": float("nan"), "vs_best": float("nan"),
-                    "saved": 0.0, "saved_share": float("nan"), "lcb": float("nan")}
+                    "lcb": float("nan")}
         s = sim.summary()
         a = self._served(mode, k)
         fb = np.asarray(a["feedback"])
-        judged = int(np.count_nonzero(fb >= JUDGED))
-        judge_spend = judged * self.judge_cost
+        judge_spend = s.judged * self.judge_cost
         cost = float(s.operating_cost) + judge_spend
         best = float(self._best_cum[k - 1])
         mix = float(self._mix_cum[k - 1])
@@ -186,11 +185,10 @@ class LiveRun:
                 "satisfaction": s.satisfaction, "sla": "met" if s.sla_met else "missed", "v": s.final_v,
                 "q": s.final_q, "explored": s.explored, "explored_share": s.explored / k,
                 "labels": int(np.count_nonzero(a["explored"] & (fb != NO_FEEDBACK))),
-                "thumbs": n_thumbs(fb), "judge_calls": judged,
+                "thumbs": s.feedback, "judge_calls": s.judged,
                 "judge_spend": judge_spend, "feedback": s.feedback,
                 "vs_mixture": cost / mix if mix > 0 else float("nan"),
                 "vs_best": cost / best if best > 0 else float("nan"),
-                "saved": best - cost, "saved_share": (best - cost) / best if best > 0 else float("nan"),
                 "lcb": sim.router.certified_lower_bound()}
 
     def headline(self) -> dict[str, Any]:
@@ -210,8 +208,8 @@ class LiveRun:
 
     def _cost(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
         """Per-request operating cost: the served model's, plus a judge call's where the
-        judge gave a verdict (``feedback`` code >= ``JUDGED``)."""
-        return arrays["cost"] + self.judge_cost * (np.asarray(arrays["feedback"]) >= JUDGED)
+        judge gave a verdict (:func:`feedback.judge_of`)."""
+        return arrays["cost"] + self.judge_cost * (judge_of(arrays["feedback"]) != NO_FEEDBACK)
 
     def _served(self, mode: str, k: int) -> dict[str, np.ndarray]:
         """Router ``mode``'s trace arrays (``Simulation.arrays``) cut to the first ``k``
@@ -319,7 +317,7 @@ class LiveRun:
             explored = arrs[m]["explored"]
             code = arrs[m]["feedback"]
             thumbs = thumbs_of(code) != NO_FEEDBACK  # a judge's verdict is never counted as thumbs
-            for label, mask in (("exploration", explored), ("feedback", thumbs), ("judge", code >= JUDGED),
+            for label, mask in (("exploration", explored), ("feedback", thumbs), ("judge", judge_of(code) != NO_FEEDBACK),
                                 ("predictor update", explored & (code != NO_FEEDBACK))):
                 if label not in kinds:
                     continue
@@ -477,6 +475,3 @@ class LiveRun:
             tr.insert(0, "router", m)
             frames.append(tr)
         return pd.concat(frames, ignore_index=True).to_csv(index=False).encode("utf-8")
-
-
-

@@ -112,7 +112,9 @@ class RunSettings:
     def resolved_judge_cost(self, data: RoutingData) -> float:
         """What one judge call costs, in the data's cost unit: the setting, else the mean
         cost per request of the zoo's cheapest model (a judge is a model call too)."""
-        return float(self.judge_cost) if self.judge_cost is not None else float(data.costs.mean(axis=0).min())
+        from ..experiments.runs import judge_call_cost  # the grid's rule, one place
+
+        return judge_call_cost(data, self.judge_cost)
 
     def resolved_alpha(self, data: RoutingData) -> float:
         return float(self.alpha) if self.alpha is not None else midpoint_alpha(data)

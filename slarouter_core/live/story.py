@@ -72,7 +72,6 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
     return lines
 
 
-
 def _is_paper(params: Any) -> bool:
     """Whether an experiment row's SLARouter params select the paper's rule (no mode or
     ``mode = paper``)."""

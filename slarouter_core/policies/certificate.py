@@ -73,7 +73,11 @@ class Certificate:
         self.delta = float(delta)
         self.guarantee = guarantee
         self.window = int(window)
+        if self.window < 1:
+            raise ValueError(f"the SLA window must be at least 1 request, got {window}")
         self.z = NormalDist().inv_cdf(1.0 - self.delta)
+        # the at-risk test's quantile: warn when a miss is likelier than 2 delta
+        self.z_risk = NormalDist().inv_cdf(1.0 - min(2.0 * self.delta, 0.5))
         # the current window: steps, estimated satisfied count, its variance
         self.t = 0
         self.dr = 0.0
@@ -111,16 +115,16 @@ class Certificate:
             k = 0
         return float((self.r2[k] + 0.25) / (self.r2_n[k] + 1.0))
 
-    def step_var(self, judged_share: float | None = None) -> float:
-        """Variance one upcoming step adds (at the running judged share by default)."""
+    def step_var(self) -> float:
+        """Variance one upcoming step adds (at the running share of judged steps)."""
         phi = self.phi
-        share = self.judged / self.steps if judged_share is None and self.steps else (judged_share or 0.0)
+        share = self.judged / self.steps if self.steps else 0.0
         r2 = share * self.residual_var(True) + (1 - share) * self.residual_var(False)
         return (1.0 - phi) / phi * r2
 
     def account(self, p: float, judge: float | None, feedback: float | None) -> tuple[float, float]:
         """Step accounted; returns ``(s, g)``: its share of the estimate and its prediction."""
-        if self.window and self.t >= self.window:
+        if self.guarantee == "window" and self.t >= self.window:
             self.new_window()
         g = self.value(p, judge)
         phi = self.phi
@@ -196,7 +200,7 @@ class Certificate:
         return self.dr / self.t if self.t else 0.0
 
     def remaining(self) -> int:
-        return max(self.window - self.t, 0) if self.window else 0
+        return max(self.window - self.t, 0)
 
     def final_margin(self) -> float:
         """Window mode: the bound's width expected at the window's end, in requests."""
@@ -206,7 +210,7 @@ class Certificate:
         """How far the estimate is behind the path that ends the window with the bound at
         alpha (window mode: alpha plus the final margin's pro-rata share so far; anytime:
         the bound itself behind alpha), in requests."""
-        if self.guarantee == "anytime" or not self.window:
+        if self.guarantee == "anytime":
             return self.alpha * self.t - self.lower_count()
         share = min(1.0, self.t / (self.bank * self.window))
         return self.alpha * self.t + share * self.final_margin() - self.dr
@@ -215,7 +219,7 @@ class Certificate:
         """Satisfaction rate the next requests must reach: the path's rate plus the
         shortfall repaid over ``max(h_min, h t)`` requests (never beyond the window)."""
         horizon = max(h_min, h * self.t)
-        if self.guarantee == "window" and self.window:
+        if self.guarantee == "window":
             horizon = min(horizon, max(self.remaining(), 1))
             banking = self.t < self.bank * self.window
             base = self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
@@ -226,14 +230,13 @@ class Certificate:
     def check_risk(self, best_rate: float, step: int) -> bool:
         """SLA at risk: even serving the rest of the window at ``best_rate`` (an upper bound
         on the best satisfaction the policy can buy) leaves the window likely below alpha."""
-        if self.guarantee == "window" and self.window:
+        if self.guarantee == "window":
             # at risk: even at its best the window ends below alpha with probability above
             # 2 delta (a run that lands on its bound, as the controller aims to, is not)
             R = self.remaining()
-            z_risk = NormalDist().inv_cdf(1.0 - min(2.0 * self.delta, 0.5))
-            end = self.dr + R * best_rate - z_risk * math.sqrt(self.var + R * self.step_var())
+            end = self.dr + R * best_rate - self.z_risk * math.sqrt(self.var + R * self.step_var())
             risk = end < self.alpha * self.window
-        else:  # anytime: the bound is behind and the best rate cannot catch up in h steps
+        else:  # anytime: the bound is behind alpha and even the best level is below it
             risk = self.lower_bound() < self.alpha and best_rate < self.alpha
         self.at_risk = bool(risk)
         if risk and self.first_at_risk is None:

@@ -16,16 +16,14 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
    version of the static mixture's linear program. The request is then served by that
    same rule, so cheap models get the requests the model predicts they solve. The price
    is scale-free (any cost unit); there is no V to tune.
-3. **A certificate, and a target that keeps it.** The policy's own estimate of its
-   whole-stream satisfaction is doubly robust: the prediction for the served model, plus
-   the inverse-propensity-weighted residual ``(y - p) / phi`` when feedback came
-   (``phi`` the running feedback rate). It stays unbiased whatever the predictor gets
-   wrong, as long as feedback does not depend on the verdict. Its variance is tracked,
-   which gives a lower confidence bound ``LCB_t = estimate - z * sd``. The target is
-   ``tau = alpha + (alpha * t - LCB_t) / H`` with ``H = max(h_min, h * t)``: any
-   shortfall of the *bound* is repaid over the next ``H`` requests. At the start of a
-   stream the bound is wide, so the policy serves its best model until it has earned
-   room: that is the start-up transient, handled by the same rule.
+3. **A certificate, and a target that keeps it** (:mod:`.certificate`). The policy's
+   estimate of the satisfaction of its SLA window is prediction-powered and doubly
+   robust (an LLM judge's verdicts enter only through a calibration fitted on the
+   thumbs), with a fixed-horizon bound for the window (or an anytime confidence
+   sequence). The target is the rate that keeps the estimate on the path ending the
+   window with the bound at alpha, plus any shortfall against that path repaid over
+   ``max(h_min, h * t)`` requests. ``sla_status()`` says when even the best model can no
+   longer get there.
 4. **A fallback that finds the best model (optionally per cluster of requests).** When
    no price reaches the target, every request goes to one model, chosen by Thompson
    sampling from each model's Beta posterior over labels of request-blind steps
@@ -39,13 +37,10 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
    found without trusting noisy per-request predictions, which sent requests to a worse
    model exactly when the SLA needed the best.
 
-Uniform exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming
-for every model, so a model written off early can come back.
-
-``z`` is 2.0, not 1.28 (a one-sided 90% bound), because the controller ends a finite
-stream slightly behind its own bound (a shortfall is always being repaid when the stream
-stops): with z = 0 it met alpha in 3 to 7 of 10 seeds (the ``margin`` ablation,
-docs/RESULTS.md), at 2.0 in 19 to 20 of 20 on the demo and the mixed Llama-3 stream.
+Exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming for
+every model still worth one (not shown dearer and not better than another), least
+labelled first, so a model written off early can come back; dear models are explored at
+their cost ratio to the cheapest model that may carry the SLA alone.
 """
 
 from __future__ import annotations
@@ -71,10 +66,8 @@ FALLBACKS = ("thompson", "level", "request")
 GUARANTEES = ("window", "anytime")
 #: the SLA window when neither the settings nor a simulator give one (a service's default)
 DEFAULT_WINDOW = 10_000
-#: one-sided 95% normal quantile: a model is dominated when a cheaper one is better by this
-_PRUNE_Z = 1.6449
-#: sds of the best level's upper bound in the at-risk test, wide because it is checked at
-#: every replan (a 95% bound checked 1,000 times dips below the truth somewhere)
+#: one-sided 95% normal quantile (dominance, a model's upper level in the at-risk test)
+_Z95 = 1.6449
 
 
 
@@ -82,8 +75,14 @@ _PRUNE_Z = 1.6449
 class ContextualConfig:
     """Settings of the ``contextual`` policy (defaults are not tuned per dataset).
 
-    * ``z``: normal quantile of the certificate's one-sided bound (0 = no margin).
-    * ``h``, ``h_min``: a shortfall of the bound is repaid over ``max(h_min, h * t)`` steps.
+    * ``delta``, ``guarantee``, ``sla_window``: the claim (:mod:`.certificate`): ``"window"``,
+      satisfaction over each window of ``sla_window`` requests (0: the stream in a
+      simulation, else ``DEFAULT_WINDOW``) >= alpha with probability >= 1 - delta;
+      ``"anytime"``, of all requests so far at every step at once.
+    * ``bank``: the share of the window by which the final margin is to be earned.
+    * ``h``, ``h_min``: a shortfall against the path is repaid over ``max(h_min, h * t)`` steps.
+    * ``prune``: explore only models not shown dominated, least-labelled first, dear ones at
+      their cost ratio (False: uniform over all models, the ablation).
     * ``explore_c``: uniform exploration with probability ``min(1, explore_c / sqrt(t))``.
     * ``c_shared``, ``c_model``: inverse L2 strengths of the shared direction and of the
       per-model offsets (``c_model`` 0 switches the offsets off).
@@ -177,13 +176,7 @@ class ContextualConfig:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "ContextualConfig":
-        d = dict(d or {})
-        if "z" in d:  # checkpoints before the window bound stored a normal quantile
-            from statistics import NormalDist
-
-            d["delta"] = 1.0 - NormalDist().cdf(float(d.pop("z")))
-            d.setdefault("guarantee", "anytime")
-        return cls(**d)
+        return cls(**(d or {}))
 
 
 #: each part's ablation (docs/IMPROVED.md lists them; the ``--ablate`` option of the contextual script)
@@ -308,7 +301,6 @@ class ContextualPolicy:
         window = cfg.sla_window or (int(stream_length) if stream_length else DEFAULT_WINDOW)
         self.cert = Certificate(self.alpha, cfg.delta, cfg.guarantee, window, rectify=cfg.dr, bank=cfg.bank)
         self.cost_sum = np.zeros(self.M)  # running cost sums: which model is dearer
-        self.served_cost = 0.0  # cost of the steps served so far
         self.pos = np.zeros(self.M)  # per-model label counts (levels before the first fit)
         self.cnt = np.zeros(self.M)
         self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
@@ -404,6 +396,11 @@ class ContextualPolicy:
         """Mean and size of each model's Beta(1, 1) posterior over its request-blind labels."""
         return (self.blind_pos + 1.0) / (self.blind_cnt + 2.0), self.blind_cnt + 2.0
 
+    def blind_sd(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and standard deviation of each model's request-blind level."""
+        mean, size = self.blind_posterior()
+        return mean, np.sqrt(mean * (1.0 - mean) / (size + 1.0))
+
     def cell_posterior(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Mean and size of each model's Beta posterior in cluster ``k``, shrunk to its level."""
         level = self.blind_posterior()[0]
@@ -438,11 +435,10 @@ class ContextualPolicy:
         never explored again)."""
         if not self.config.prune:
             return np.arange(self.M)
-        mean, size = self.blind_posterior()
-        var = mean * (1.0 - mean) / (size + 1.0)
+        mean, sd = self.blind_sd()
         cost = self.cost_sum
         dearer = cost[None, :] > cost[:, None]  # [k, m]: m dearer than k
-        better = (mean[:, None] - mean[None, :]) > _PRUNE_Z * np.sqrt(var[:, None] + var[None, :])
+        better = (mean[:, None] - mean[None, :]) > _Z95 * np.hypot(sd[:, None], sd[None, :])
         dominated = np.any(dearer & better, axis=0)
         return np.flatnonzero(~dominated)
 
@@ -468,8 +464,8 @@ class ContextualPolicy:
         if self.ref_n == 0:
             return 1.0
         cost = self.cost_sum / self.ref_n
-        mean, size = self.blind_posterior()
-        enough = mean + _PRUNE_Z * np.sqrt(mean * (1 - mean) / (size + 1.0)) >= self.alpha
+        mean, sd = self.blind_sd()
+        enough = mean + _Z95 * sd >= self.alpha
         ref = float(cost[enough].min()) if enough.any() else float(cost.max())
         return 1.0 if cost[m] <= ref or ref <= 0 else float(ref / cost[m])
 
@@ -481,8 +477,8 @@ class ContextualPolicy:
         P = self.predict(self.ref_x[:n])
         self.lam = price_for_target(P, self.ref_c[:n], self.tau)
         if t > cfg.min_labels:  # the best rate it may still buy: a 95% upper bound on the best level
-            mean, size = self.blind_posterior()
-            self.cert.check_risk(float(np.max(mean + _PRUNE_Z * np.sqrt(mean * (1 - mean) / (size + 1.0)))), t)
+            mean, sd = self.blind_sd()
+            self.cert.check_risk(float(np.max(mean + _Z95 * sd)), t)
 
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float,
                u_choice: float) -> PolicyStep:
@@ -523,15 +519,14 @@ class ContextualPolicy:
             used = np.minimum(1.0, base + cfg.optimism * np.sqrt(base * (1.0 - base) / (n + 1.0)))
         if explore:
             m = self.explore_choice(u_choice)
-            # a model dearer than what the plan pays per request is explored at the ratio
-            # (the step's uniform decides): its labels cost more than they can save
+            # a dear model is explored at its cost ratio (see explore_weight; the step's
+            # uniform decides): its labels cost more than they can save
             if cfg.prune and u_choice >= self.explore_weight(m):
                 explore = False
                 m = int(np.argmin(costs - self.lam * used))
         else:
             m = int(np.argmin(costs - self.lam * used))
         self.t = t
-        self.served_cost += float(costs[m])
         blind = bool(explore) or (capped and cfg.fallback in ("level", "thompson") and not by_cluster)
         return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p_exp, shat=used,
                           q=float(self.lam), v=1.0, shat_served=float(p[m]), blind=blind,
@@ -596,7 +591,7 @@ class ContextualPolicy:
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
 
     # -- checkpoints ----------------------------------------------------------------
-    _SCALARS = ("n_feedback", "version", "next_fit", "ref_n", "lam", "tau", "t", "served_cost")
+    _SCALARS = ("n_feedback", "version", "next_fit", "ref_n", "lam", "tau", "t")
     _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c", "cost_sum")
     _LABELS = ("lab_x", "lab_m", "lab_y", "lab_blind")
     _CELLS = ("cell_pos", "cell_cnt")

@@ -116,13 +116,15 @@ class FeedbackRequest(BaseModel):
     satisfied: StrictBool
 
 
-def describe(exc: ValidationError) -> str:
-    """A validation error as one line naming each bad field (never echoing the input)."""
+def describe(exc: Any) -> str:
+    """A validation error (pydantic's, or FastAPI's ``RequestValidationError``) as one line
+    naming each bad field (never echoing the input)."""
+    errors = exc.errors(include_input=False, include_url=False) if isinstance(exc, ValidationError) else exc.errors()
     parts = []
-    for e in exc.errors(include_input=False, include_url=False)[:5]:
+    for e in errors[:5]:
         loc = ".".join(str(x) for x in e.get("loc", ())) or "body"
         parts.append(f"{loc}: {e.get('msg', 'invalid')}")
-    more = exc.error_count() - len(parts)
+    more = len(errors) - len(parts)
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 

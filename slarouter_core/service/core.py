@@ -22,6 +22,7 @@ accounting is refused.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -40,12 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from ..encoders import DEFAULT_ENCODER_THREADS
-from ..encoders import TextEncoder
+from ..encoders import DEFAULT_ENCODER_THREADS, TextEncoder
 from ..router import LATE_WINDOW, RouterConfig, SLARouter
-from ..validation import check_int, check_number
+from ..validation import check_choice, check_int, check_number
 from .journal import JOURNAL_FILE, Journal, private_file
-from .onnx_encoder import service_encoder
+from .onnx_encoder import RUNTIMES, service_encoder
 from .zoo import Zoo
 
 log = logging.getLogger("slarouter.service")
@@ -105,8 +105,7 @@ class ServiceConfig:
         check_int("breaker_failures", self.breaker_failures, low=1)
         check_number("breaker_cooldown_s", self.breaker_cooldown_s, low=0.0)
         check_number("embed_wait_ms", self.embed_wait_ms, low=0.0, high=100.0)
-        if self.encoder_runtime not in ("onnx", "torchscript", "eager"):
-            raise ValueError(f"encoder_runtime must be onnx, torchscript or eager, got {self.encoder_runtime!r}")
+        check_choice("encoder_runtime", self.encoder_runtime, RUNTIMES)
         check_int("encoder_threads", self.encoder_threads, low=1)
         if not isinstance(self.instance, str) or not self.instance.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"instance must be letters, digits, '-' or '_', got {self.instance!r}")
@@ -258,8 +257,6 @@ class RoutingService:
 
     async def aembed(self, text: str) -> np.ndarray:
         """:meth:`embed` for an event loop: the loop waits, no thread is held."""
-        import asyncio
-
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
 

@@ -20,9 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders import TextEncoder, TransformerEncoder, default_cache_dir, get_encoder
+from ..validation import check_choice
 
 log = logging.getLogger("slarouter.service")
 OPSET = 17
+#: the per-request forwards a transformer encoder can run on, preferred first
+RUNTIMES = ("onnx", "torchscript", "eager")
 
 
 class OnnxForward:
@@ -37,7 +40,6 @@ class OnnxForward:
         so.inter_op_num_threads = 1
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        self.path = path
 
     def __call__(self, input_ids, attention_mask):
         import torch
@@ -101,8 +103,7 @@ def service_encoder(spec: str, runtime: str = "onnx", threads: int = 1,
                     cache_dir: str | Path | None = None) -> TextEncoder:
     """The encoder the service runs: ``runtime`` ``"onnx"`` (falling back to
     ``"torchscript"``, then ``"eager"``), ``"torchscript"`` or ``"eager"``."""
-    if runtime not in ("onnx", "torchscript", "eager"):
-        raise ValueError(f"runtime must be onnx, torchscript or eager, got {runtime!r}")
+    check_choice("runtime", runtime, RUNTIMES)
     enc = get_encoder(spec)
     if not isinstance(enc, TransformerEncoder):
         return enc

@@ -64,6 +64,9 @@ class Guard:
     def __init__(self, app, keys: ApiKeys | None, max_body: int):
         self.app, self.keys, self.max_body = app, keys, max_body
 
+    def _too_big(self) -> SafeJSONResponse:
+        return _error(413, f"the body is larger than {self.max_body:,} bytes")
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
@@ -77,13 +80,12 @@ class Guard:
             scope["slarouter.key"] = key_id
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
-        too_big = _error(413, f"the body is larger than {self.max_body:,} bytes")
         try:
             declared = int(headers.get("content-length", "0") or 0)
         except ValueError:
             return await _error(400, "bad Content-Length")(scope, receive, send)
         if declared > self.max_body:
-            return await too_big(scope, receive, send)
+            return await self._too_big()(scope, receive, send)
         chunks, size = [], 0
         while True:
             msg = await receive()
@@ -92,7 +94,7 @@ class Guard:
             body = msg.get("body", b"")
             size += len(body)
             if size > self.max_body:
-                return await too_big(scope, receive, send)
+                return await self._too_big()(scope, receive, send)
             chunks.append(body)
             if not msg.get("more_body"):
                 break
@@ -183,8 +185,7 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        parts = [f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in exc.errors()[:5]]
-        return _error(422, "; ".join(parts))
+        return _error(422, describe(exc))
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception):  # a bug: still JSON, and logged

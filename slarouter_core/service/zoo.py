@@ -158,9 +158,11 @@ class JudgeEntry:
     timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        # the same URL, name and key rules as a backend
-        ZooModel("judge", self.base_url, self.model, self.api_key_env, timeout_s=self.timeout_s)
-        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+        # the same URL, name, key, price and timeout rules as a backend (and its normalised values)
+        m = ZooModel("judge", self.base_url, self.model, self.api_key_env, self.price_per_1k_input,
+                     self.price_per_1k_output, self.price_per_request, self.timeout_s)
+        for f in ("base_url", "price_per_1k_input", "price_per_1k_output", "price_per_request", "timeout_s"):
+            object.__setattr__(self, f, getattr(m, f))
         b = self.budget
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0.0 <= b <= 1.0:
             raise ValueError(f"budget must be a share in [0, 1], got {b!r}")
@@ -172,21 +174,16 @@ class JudgeEntry:
         mc = self.max_concurrent
         if isinstance(mc, bool) or not isinstance(mc, int) or not 1 <= mc <= 256:
             raise ValueError(f"max_concurrent must be an integer in [1, 256], got {mc!r}")
-        for f in ("price_per_1k_input", "price_per_1k_output", "price_per_request"):
-            object.__setattr__(self, f, _price(getattr(self, f), f))
-        object.__setattr__(self, "timeout_s", float(self.timeout_s))
 
-    def price(self, prompt_tokens: float, completion_tokens: float) -> float:
-        return (self.price_per_request + self.price_per_1k_input * prompt_tokens / 1000.0
-                + self.price_per_1k_output * completion_tokens / 1000.0)
+    #: price of one judge call with these token counts (the backends' formula)
+    price = ZooModel.price
 
     def client(self):
         """The HTTP client (:class:`slarouter_core.judge.JudgeClient`) for this judge."""
         from ..judge import JudgeClient
 
-        kw = {"api_key_env": self.api_key_env} if self.api_key_env else {"api_key_env": "SLAROUTER_JUDGE_API_KEY"}
-        return JudgeClient(self.base_url, self.model, timeout=self.timeout_s, retries=1, backoff=0.2,
-                           deadline=2 * self.timeout_s, **kw)
+        return JudgeClient(self.base_url, self.model, api_key_env=self.api_key_env or "SLAROUTER_JUDGE_API_KEY",
+                           timeout=self.timeout_s, retries=1, backoff=0.2, deadline=2 * self.timeout_s)
 
     def public(self) -> dict:
         return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
@@ -240,8 +237,8 @@ def parse_zoo(doc: dict, source: str = "zoo") -> Zoo:
         j = doc["judge"]
         if not isinstance(j, dict):
             problems.append("judge must be a table ([judge])")
-        elif sorted(set(j) - _JUDGE_FIELDS):
-            problems.append(f"judge: unknown key(s) {', '.join(sorted(set(j) - _JUDGE_FIELDS))} "
+        elif unknown := sorted(set(j) - _JUDGE_FIELDS):
+            problems.append(f"judge: unknown key(s) {', '.join(unknown)} "
                             f"(allowed: {', '.join(sorted(_JUDGE_FIELDS))})")
         elif not {"base_url", "model"} <= set(j):
             problems.append("judge: missing base_url or model")
@@ -249,7 +246,7 @@ def parse_zoo(doc: dict, source: str = "zoo") -> Zoo:
             try:
                 judge = JudgeEntry(**j)
             except ValueError as exc:
-                problems.append(f"judge: {str(exc).replace('name must', 'judge must')}")
+                problems.append(f"judge: {exc}")
     entries = doc.get("models")
     if not isinstance(entries, list) or not entries:
         raise ZooError(problems + ["no [[models]] tables: name at least two models"], source)

@@ -24,7 +24,7 @@ def test_every_page_survives_every_parameter_set_to_garbage(value):
     for page in PAGES:
         at.switch_page(page).run()
         assert not at.exception, (page, [e.value for e in at.exception])
-    if value not in ("",):
+    if value:
         text = " ".join(w.value for w in at.warning)
         assert "could not be used" in text
 
@@ -35,7 +35,7 @@ def test_one_garbage_parameter_is_named_on_live_run(key):
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
     if key not in ("path",):  # a path without src=path is not used at all
-        assert f"{key}" in text, (key, text)
+        assert key in text, (key, text)
     at.button(key="w_step").click().run()
     assert not at.exception, [e.value for e in at.exception]
 
@@ -46,7 +46,7 @@ def test_a_garbage_feedback_model_link_keeps_the_page(page, value):
     at = open_app(page, fbmodel=value)
     assert not at.exception
     assert at.session_state.run_settings.feedback_model == "iid"
-    assert f"fbmodel" in " ".join(w.value for w in at.warning)
+    assert "fbmodel" in " ".join(w.value for w in at.warning)
 
 
 def test_a_clamped_seed_is_written_as_a_whole_number():

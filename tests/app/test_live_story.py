@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slarouter_core.feedback import JUDGED, n_thumbs
+from slarouter_core.feedback import judge_calls, n_thumbs
 from slarouter_core.live.story import expected_exploration
 from slarouter_core.router import NO_FEEDBACK
 
@@ -101,7 +101,7 @@ def test_the_judge_fills_in_and_its_calls_are_costed_never_counted_as_thumbs():
     assert live.judge_cost == pytest.approx(cheapest)  # default: the cheapest model's mean cost
     for r in live.headline()["routers"]:
         code = live.sims[r["mode"]].arrays()["feedback"]
-        judged = int(np.count_nonzero(code >= JUDGED))
+        judged = judge_calls(code)
         assert judged > 0 and r["judge_calls"] == judged
         assert r["thumbs"] == n_thumbs(code) > 0  # a thumbed answer the judge also read is one thumb
         served = float(live.sims[r["mode"]].arrays()["cost"].sum())

@@ -40,9 +40,10 @@ class LocalServer:
 
 
 class Server(LocalServer):
-    """A local OpenAI-compatible endpoint; ``script`` lists (status, body) answers in turn."""
+    """A local OpenAI-compatible endpoint; ``script`` lists (status, body) answers in turn,
+    each sent ``delay`` seconds after its request."""
 
-    def __init__(self, script):
+    def __init__(self, script, delay=0.0, poll=0.5):
         self.script = list(script)
         self.requests = []
         outer = self
@@ -53,6 +54,7 @@ class Server(LocalServer):
                 outer.requests.append({"path": self.path, "headers": dict(self.headers),
                                        "body": json.loads(body)})
                 status, payload = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
+                time.sleep(delay)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -63,7 +65,7 @@ class Server(LocalServer):
             def log_message(self, *a):
                 pass
 
-        super().__init__(Handler)
+        super().__init__(Handler, poll)
 
 
 def completion(text):

@@ -5,42 +5,27 @@ from __future__ import annotations
 
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from slarouter_core.encoders import HashingEncoder
 from slarouter_core.service.core import RoutingService, ServiceConfig
 from slarouter_core.service.zoo import JudgeEntry, Zoo, ZooError, parse_zoo
-from tests.core.test_judge import LocalServer, completion
+from tests.core.test_judge import Server, completion
 from tests.service.conftest import make_zoo
 
 
-class FakeJudge(LocalServer):
+class FakeJudge(Server):
     """A local judge endpoint: answers ``label`` (or HTTP ``status``) after ``delay`` s."""
 
     def __init__(self, label=1, status=200, delay=0.0):
-        self.calls = []
-        outer = self
+        doc = {**completion(json.dumps({"label": label})), "usage": {"prompt_tokens": 100, "completion_tokens": 10}}
+        super().__init__([(status, doc if status == 200 else {"error": "down"})], delay=delay, poll=0.05)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                outer.calls.append(body)
-                time.sleep(delay)
-                doc = {**completion(json.dumps({"label": label})), "usage": {"prompt_tokens": 100,
-                                                                             "completion_tokens": 10}}
-                data = json.dumps(doc if status == 200 else {"error": "down"}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        super().__init__(Handler, poll=0.05)
+    @property
+    def calls(self):
+        """The request bodies the judge received, in order."""
+        return [r["body"] for r in self.requests]
 
 
 def judged_zoo(backends, judge_url, **kw) -> Zoo:

@@ -36,9 +36,9 @@ def test_non_streaming_answer_names_the_model_and_request_everywhere(running, ba
     assert comp.choices[0].message.content.split()[0] == served  # the fake names itself first
     after = calls(backends)
     assert {n: after[n] - before[n] for n in after} == {n: int(n == served) for n in after}
-    st = svc.http.get(f"/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     assert st["t"] == 1 and [m["served"] for m in st["models"] if m["name"] == served] == [1]
-    assert svc.http.get(f"/healthz").json()["status"] == "ok"
+    assert svc.http.get("/healthz").json()["status"] == "ok"
 
 
 def test_streaming_relays_chunks_and_accounts_usage(running):
@@ -58,7 +58,7 @@ def test_streaming_relays_chunks_and_accounts_usage(running):
     chunks = list(client.chat.completions.create(model="auto", messages=[{"role": "user", "content": "two words"}],
                                                  stream=True, stream_options={"include_usage": True}))
     assert chunks[-1].usage.prompt_tokens == 2
-    st = svc.http.get(f"/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     assert st["t"] == 2 and sum(m["usage_reports"] for m in st["models"]) == 2
     assert sum(m["completion_tokens"] for m in st["models"]) == sum(
         BACKENDS[m["name"]][1] * m["served"] for m in st["models"])
@@ -81,7 +81,7 @@ def test_cost_is_accounted_from_reported_usage(running, backends):
         expected[name] += zoo.models[zoo.names.index(name)].price(u.prompt_tokens, u.completion_tokens)
         served[name] += 1
     after = calls(backends)
-    st = svc.http.get(f"/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     for m in st["models"]:
         assert m["served"] == served[m["name"]] == after[m["name"]] - before[m["name"]]
         assert m["cost"] == pytest.approx(expected[m["name"]], rel=1e-12, abs=1e-15)
@@ -101,7 +101,7 @@ def test_feedback_moves_routing_towards_the_model_users_like(running):
         assert feedback(svc, comp.id, name == "large").status_code == 200
     first, last = served[:20].count("large"), served[-20:].count("large")
     assert last >= 15 and last > first, served
-    st = svc.http.get(f"/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     assert st["feedback"]["satisfied"] == served.count("large")
     assert st["feedback"]["unsatisfied"] == 60 - served.count("large")
     est = st["satisfaction"]
@@ -120,18 +120,18 @@ def test_feedback_late_out_of_order_unknown_duplicate_and_malformed(running):
     r = feedback(svc, "slr-doesnotexist", True)
     assert r.status_code == 404 and "unknown request_id" in r.json()["error"]["message"]
     assert feedback(svc, ids[1], "yes").status_code == 422
-    assert svc.http.post(f"/v1/feedback", json={"request_id": ids[1]}).status_code == 422
-    assert svc.http.post(f"/v1/feedback", content=b"{not json").status_code == 400
-    st = svc.http.get(f"/v1/state?history=5").json()
+    assert svc.http.post("/v1/feedback", json={"request_id": ids[1]}).status_code == 422
+    assert svc.http.post("/v1/feedback", content=b"{not json").status_code == 400
+    st = svc.http.get("/v1/state?history=5").json()
     assert (st["feedback"]["satisfied"], st["feedback"]["unsatisfied"], st["feedback"]["pending"]) == (2, 1, 2)
     assert [row["feedback"] for row in st["history"]] == [0, None, None, 1, 1]
 
 
 def test_bad_chat_requests_get_openai_style_errors(running):
     svc = running()
-    r = svc.http.post(f"/v1/chat/completions", json={"messages": [{"role": "system", "content": "x"}]})
+    r = svc.http.post("/v1/chat/completions", json={"messages": [{"role": "system", "content": "x"}]})
     assert r.status_code == 400 and "user message" in r.json()["error"]["message"]
-    assert svc.http.get(f"/v1/state").json()["t"] == 0
+    assert svc.http.get("/v1/state").json()["t"] == 0
 
 
 def test_a_failing_backend_fails_over_and_its_circuit_opens(running, backends):
@@ -163,7 +163,7 @@ def test_a_hanging_backend_times_out_and_a_total_failure_is_a_502(running, backe
     headers, comp = ask(client, "first")  # t = 1 explores; whichever it picks, medium answers
     assert comp.model == "medium"
     httpx.post(f"{backends['medium'].url}/control", json={"fail": "error"})
-    r = svc.http.post(f"/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+    r = svc.http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
                    timeout=10)
     assert r.status_code == 502
     msg = r.json()["error"]["message"]
@@ -171,7 +171,7 @@ def test_a_hanging_backend_times_out_and_a_total_failure_is_a_502(running, backe
     rid = r.headers["x-slarouter-request-id"]
     f = feedback(svc, rid, True)
     assert f.status_code == 409 and "failed on every backend" in f.json()["error"]["message"]
-    st = svc.http.get(f"/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     assert st["requests_failed"] == 1 and sum(m["failures"] for m in st["models"]) >= 2
 
 
@@ -182,7 +182,7 @@ def test_concurrent_requests_are_all_routed_once(running):
         results = list(pool.map(lambda p: ask(client, p), PROMPTS[:24]))
     ids = [c.id for _, c in results]
     assert len(set(ids)) == 24
-    st = svc.http.get(f"/v1/state?history=100").json()
+    st = svc.http.get("/v1/state?history=100").json()
     assert st["t"] == 24 and sorted(row["t"] for row in st["history"]) == list(range(1, 25))
     assert sum(m["served"] for m in st["models"]) == 24
     with cf.ThreadPoolExecutor(8) as pool:
@@ -197,12 +197,12 @@ def test_restart_restores_state_and_pending_feedback(running, backends, tmp_path
     client = svc.client()
     ids = [ask(client, p)[1].id for p in PROMPTS[:8]]
     assert feedback(svc, ids[0], True).status_code == 200
-    before = svc.http.get(f"/v1/state").json()
+    before = svc.http.get("/v1/state").json()
     svc.stop()  # graceful shutdown writes the checkpoint
     ledger = json.loads((state / LEDGER_FILE).read_text())
     assert (state / ledger["router_file"]).exists()
     svc2 = running(mode=mode, state_dir=str(state))
-    after = svc2.http.get(f"/v1/state").json()
+    after = svc2.http.get("/v1/state").json()
     assert after["restored"] is True
     for key in ("t", "q", "cost_total", "models", "feedback"):
         assert after[key] == before[key], key
@@ -211,7 +211,7 @@ def test_restart_restores_state_and_pending_feedback(running, backends, tmp_path
     r = feedback(svc2, ids[5], True)
     assert r.status_code == 200, r.text
     _, comp = ask(svc2.client(), "after the restart")
-    assert svc2.http.get(f"/v1/state").json()["t"] == 9
+    assert svc2.http.get("/v1/state").json()["t"] == 9
 
 
 def test_restart_with_another_zoo_is_refused(running, backends, tmp_path):
@@ -251,5 +251,5 @@ def test_streaming_fails_over_before_the_first_byte(running, backends):
             chunks = list(resp.parse())
         assert served == "medium" and {c.model for c in chunks} == {"medium"}
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).startswith("medium")
-    st = svc.http.get(f"/v1/state").json()
+    st = svc.http.get("/v1/state").json()
     assert st["models"][0]["failures"] == st["models"][0]["chosen"] > 0 and st["requests_failed"] == 0
