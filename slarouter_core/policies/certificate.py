@@ -217,15 +217,24 @@ class Certificate:
 
     def target_rate(self, h: float, h_min: float) -> float:
         """Satisfaction rate the next requests must reach: the path's rate plus the
-        shortfall repaid over ``max(h_min, h t)`` requests (never beyond the window)."""
+        shortfall repaid over ``max(h_min, h t)`` requests (never beyond the window). In
+        window mode a surplus is spent only beyond the bound's current width, and over the
+        rest of the window: early estimates are noisy, and spending a lucky one on cheap
+        models left deficits that only the best model could repay."""
         horizon = max(h_min, h * self.t)
+        shortfall = self.shortfall()
         if self.guarantee == "window":
             horizon = min(horizon, max(self.remaining(), 1))
             banking = self.t < self.bank * self.window
             base = self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
+            if shortfall < 0:
+                # a surplus may be noise: only what the bound is sure of is spent, and
+                # over the rest of the window (a deficit is repaid at once)
+                shortfall = min(0.0, shortfall + self.width(self.var))
+                horizon = max(self.remaining(), 1)
         else:
             base = self.alpha
-        return base + self.shortfall() / horizon
+        return base + shortfall / horizon
 
     def check_risk(self, best_rate: float, step: int) -> bool:
         """SLA at risk: even serving the rest of the window at ``best_rate`` (an upper bound

@@ -432,8 +432,10 @@ class ContextualPolicy:
     def candidates(self) -> np.ndarray:
         """Models still worth a label: not shown, with 95% confidence, to be dearer and not
         better than another (overall levels from request-blind labels; pruned models are
-        never explored again)."""
-        if not self.config.prune:
+        explored again only once the SLA is at risk)."""
+        if not self.config.prune or self.cert.at_risk:
+            # at risk, the models it believes in cannot carry the SLA: one written off on
+            # unlucky early labels may be the one that can
             return np.arange(self.M)
         mean, sd = self.blind_sd()
         cost = self.cost_sum
