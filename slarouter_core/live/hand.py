@@ -12,13 +12,16 @@ import pandas as pd
 
 from ..data import RoutingData
 from ..feedback import VerdictsInFlight
+from ..policies.registry import DEFAULT_POLICY
 from ..router import NO_FEEDBACK, Decision, SLARouter
 from ..simulator import stream_plan_full
-from .charts import ROUTER_COLORS, ChartFrame, color_encoding
+from .charts import ChartFrame, color_encoding
 from .settings import RunSettings
 
 #: the two bars per model of the estimate chart
 WHEN = ("before", "after")
+#: the "after" bars of the before/after estimate chart (a blue that reads as "now")
+AFTER_COLOR = "#1f6feb"
 _FEEDBACK_TEXT = {None: "", 1: "up", 0: "down"}
 
 
@@ -39,7 +42,7 @@ class HandRequest:
     trained: bool = False
     source: str = "stream"
     stream_pos: int | None = None  # position in the seeded stream (None: typed)
-    router: str = "paper"
+    router: str = DEFAULT_POLICY
     #: the router's estimate per model (``predict_satisfaction``) when it decided: the same
     #: estimator as ``shat_after``, so that before and after compare like with like
     shat_before: np.ndarray | None = None
@@ -110,11 +113,10 @@ class HandSession:
         return self.data.n_requests - self.position
 
     def _train_on_hand_verdict(self, req: HandRequest, feedback: int) -> None:
-        """The demo option ``learn_from_all`` in paper mode: Algorithm 1 learns from explored
-        requests only, so the router's ``observe`` ignores a verdict on an exploited one;
-        ``teach`` gives the predictor that label outside the rule (queue untouched). The
-        guarded mode has its own learn_from_all switch (on by default), and the contextual
-        mode learns from every label."""
+        """The demo option ``learn_from_all`` for a policy that learns from explored
+        requests only (Algorithm 1): the router's ``observe`` ignores a verdict on an
+        exploited one; ``teach`` gives the predictor that label outside the rule (queue
+        untouched). Other policies learn from every label already."""
         self.router.teach(req.embedding, req.decision.model, int(feedback))
 
     # -- serving ------------------------------------------------------------------------
@@ -208,7 +210,7 @@ class HandSession:
         version = self.router.model_version
         self.router.observe(cur.decision, int(feedback))
         self.n_feedback += 1
-        if self.learn_from_all and not cur.decision.explored and self.config.mode == "paper":
+        if self.learn_from_all and not cur.decision.explored and not self.router.learns_from_every_label:
             self._train_on_hand_verdict(cur, int(feedback))
         cur.trained = self.router.model_version != version
         cur.feedback = int(feedback)
@@ -257,8 +259,9 @@ class HandSession:
             "chosen": [self.why(req) if j == d.model else "" for j in range(len(d.shat))],
         })
         if req.shat_after is not None:
-            # paper mode: shat is the predictor's output; guarded mode adjusts it (levels, optimism)
-            out["shat after" if self.config.mode == "paper" else "predictor after"] = req.shat_after
+            # shat is the predictor's output (Algorithm 1), or the policy adjusted it (levels, optimism)
+            same = req.shat_before is not None and np.array_equal(d.shat, req.shat_before)
+            out["shat after" if same else "predictor after"] = req.shat_after
         return out
 
     @staticmethod
@@ -500,7 +503,7 @@ def shat_bars(models: tuple[str, ...] | list[str], before: np.ndarray | None, af
                           "shat": np.concatenate([np.asarray(v, np.float64) for _, v in parts]) if parts
                           else np.zeros(0)})
     when_color = {"field": "when", "type": "nominal", "sort": list(WHEN),
-                  "scale": {"domain": list(WHEN), "range": ["#b8c4d6", ROUTER_COLORS["contextual"]]},
+                  "scale": {"domain": list(WHEN), "range": ["#b8c4d6", AFTER_COLOR]},
                   "legend": {"title": None, "orient": "bottom"}}
     one = {"values": [{"rule": float(alpha), "label": f"alpha = {100 * alpha:.1f}%"}]}
     spec = {"title": title, "height": 170, "layer": [

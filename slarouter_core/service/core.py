@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..encoders import DEFAULT_ENCODER_THREADS, TextEncoder
+from ..policies.registry import DEFAULT_POLICY
 from ..router import LATE_WINDOW, RouterConfig, SLARouter
 from ..validation import check_choice, check_int, check_number
 from .journal import JOURNAL_FILE, Journal, private_file
@@ -79,7 +80,7 @@ class ServiceConfig:
     """Settings of one service replica (validated on construction)."""
 
     alpha: float
-    mode: str = "paper"
+    mode: str = DEFAULT_POLICY
     encoder: str = "minilm"
     state_dir: str | None = None
     checkpoint_every_s: float = 30.0
