@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from slarouter_core.router import policy_names
-from slarouter_core.service.core import LEDGER_FILE
+from slarouter_core.service.persistence import LEDGER_FILE
 from tests.service.conftest import BACKENDS, calls, make_zoo
 
 PROMPTS = [f"question {i}: " + " ".join(["word"] * (3 + i % 5)) for i in range(40)]
