@@ -45,8 +45,10 @@ class RouterConfig:
     instance of its ``config_cls``; default: its defaults).
 
     Settings may also be given flat, as a command line or a method spec gives them:
-    ``RouterConfig(alpha=0.6, mode=name, **{setting: value})``. A setting of another
-    policy is an error (it would be ignored), not a silent no-op.
+    ``RouterConfig(alpha=0.6, mode=name, **{setting: value})``, or as a config named
+    after the mode (``RouterConfig(alpha, mode=name, **{name: config})``; read back as
+    ``config.<name>``). A setting of another policy is an error (it would be ignored),
+    not a silent no-op.
     """
 
     alpha: float
@@ -56,6 +58,8 @@ class RouterConfig:
     def __init__(self, alpha: float, mode: str = DEFAULT_POLICY, settings: Any = None, **flat: Any):
         check_alpha(alpha)
         cls = policy_class(mode).config_cls
+        if settings is None and isinstance(flat.get(mode), (cls, dict)):
+            settings = flat.pop(mode)  # the settings named after the mode, as before issue 20
         if settings is None:
             settings = cls()
         elif isinstance(settings, dict):
@@ -70,8 +74,10 @@ class RouterConfig:
 
     def __getattr__(self, name: str) -> Any:
         """The policy's settings read through (``config.V``), where the policy has them."""
-        if name.startswith("_") or name == "settings":
+        if name.startswith("_") or name in ("settings", "mode"):
             raise AttributeError(name)
+        if name == self.mode:  # config.<mode>: its settings, as before issue 20
+            return self.settings
         try:
             return getattr(self.settings, name)
         except AttributeError:
@@ -99,6 +105,8 @@ class RouterConfig:
 def _with_flat(settings: Any, mode: str, flat: dict[str, Any]) -> Any:
     """``settings`` with flat ``flat`` settings changed; a setting of another policy names it."""
     def owner(key: str) -> str | None:
+        if key in REGISTRY:  # a policy's whole settings, named after it
+            return key
         return next((n for n, c in REGISTRY.items() if key in {f.name for f in fields(c.config_cls)}), None)
 
     own = {f.name for f in fields(settings)}

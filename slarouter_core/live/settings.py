@@ -13,7 +13,7 @@ import numpy as np
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
-from ..policies.registry import DASHBOARD_DEFAULT, DEFAULT_POLICY, keep_settings
+from ..policies.registry import DASHBOARD_DEFAULT, keep_settings
 from ..policies.registry import names as router_modes
 from ..router import RouterConfig
 from ..simulator import SimulationConfig
@@ -371,7 +371,7 @@ def parse_numbers(text: str, name: str, integer: bool = False, low: float | None
 
 def settings_method_params(run: RunSettings) -> dict:
     """SLARouter method params (for the experiment runner) from the session's settings."""
-    params: dict[str, Any] = {} if run.mode == DEFAULT_POLICY else {"mode": run.mode}
+    params: dict[str, Any] = {"mode": run.mode}
     params.update({k: v for k, v in run.policy_settings().items() if v is not None})
     return params
 

@@ -237,7 +237,7 @@ def test_bad_settings_are_refused(kw, match):
 
 def test_contextual_settings_only_with_contextual_mode():
     with pytest.raises(ValueError, match="only to mode='contextual'"):
-        RouterConfig(alpha=0.7, mode="guarded", delta=0.01)
+        RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(delta=0.01))
     cfg = RouterConfig.from_dict(contextual(0.7, delta=0.01).to_dict())
     assert cfg.settings.delta == 0.01 and cfg.mode == "contextual"
 

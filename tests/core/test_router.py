@@ -179,7 +179,7 @@ def test_default_mode_is_paper_and_settings_of_another_mode_are_refused():
         with pytest.raises(ValueError, match="apply only to mode='guarded'"):
             RouterConfig(alpha=0.5).with_settings(**flat)
     with pytest.raises(ValueError, match="apply only to mode='contextual'"):
-        RouterConfig(alpha=0.5, mode="guarded", delta=0.1)
+        RouterConfig(alpha=0.5, mode="guarded", contextual=ContextualConfig(delta=0.1))
     with pytest.raises(ValueError, match="unknown router setting"):
         RouterConfig.from_dict({"alpha": 0.5, "margin": 1.0})
     # flat guarded settings land in the guarded config, and round-trip through to_dict
