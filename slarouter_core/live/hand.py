@@ -14,6 +14,7 @@ from ..data import RoutingData
 from ..feedback import VerdictsInFlight
 from ..policies.registry import DEFAULT_POLICY
 from ..router import NO_FEEDBACK, Decision, SLARouter
+from ..serving import serve_stream
 from ..simulator import stream_plan_full
 from .charts import ChartFrame, color_encoding
 from .settings import RunSettings
@@ -226,21 +227,22 @@ class HandSession:
         if n == 0:
             return 0
         a = self.position
-        if self.delay is not None:  # verdicts arrive late: one request at a time, as the simulator does
-            for pos in range(a, a + n):
-                self._deliver_due(pos)
-                row = int(self.order[pos])
-                d = self.router.decide(self.embeddings[row], self.data.costs[row])
-                self._observe_auto(d, pos)
-                self.position += 1
-        else:
-            rows = self.order[a:]
-            fb = self.plan[a:] if self.auto_feedback else np.full_like(self.plan[a:], NO_FEEDBACK)
-            t0 = self.router.t
-            bt = self.router.run_block(self.embeddings[rows], np.ascontiguousarray(self.data.costs[rows]), fb, n=n)
+        # the stream from position a on (rows beyond a + n are the batched path's lookahead)
+        rows = self.order[a:]
+        fb = self.plan[a:] if self.auto_feedback else np.full_like(self.plan[a:], NO_FEEDBACK)
+        t0 = self.router.t
+
+        def event(kind: str) -> None:  # delayed feedback: as each verdict lands and each step ends
+            self.n_feedback += kind in ("late", "now")
+            if kind != "now":
+                self.q_log.append((self.router.t, self.q))
+
+        bt = serve_stream(self.router, self.embeddings[rows], np.ascontiguousarray(self.data.costs[rows]), fb, 0, n,
+                          None if self.delay is None else self.delay[a:], self._in_flight, event, pos0=a)
+        if self.delay is None:
             self.n_feedback += int(np.sum(np.asarray(bt.feedback) != NO_FEEDBACK))
             self.q_log += list(zip(range(t0 + 1, t0 + n + 1), map(float, bt.q)))
-            self.position += n
+        self.position += n
         self.auto_served += n
         return n
 
