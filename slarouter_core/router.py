@@ -28,6 +28,7 @@ import numpy as np
 from .policies import compat
 from .feedback import BOTH, JUDGED, NO_FEEDBACK, judge_of, thumbs_of
 from .policies.base import LATE_WINDOW, BlockTrace, Policy, StepDraws, int_state
+# guarded's names stay importable from here, as the docs import them
 from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig
 from .policies.registry import DEFAULT_POLICY, REGISTRY, policy_class
 from .policies.registry import names as policy_names

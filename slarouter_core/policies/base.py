@@ -10,6 +10,10 @@ into safetensors without pickle.
 The router hands the policy the two uniforms of the step (exploration, choice). They are
 drawn per step index, so serving a stream whole, in chunks or one request at a time
 gives identical decisions.
+
+A policy is a :class:`Policy` (abstract base: the methods above, defaults for the rest)
+with a frozen settings class (:class:`PolicyConfig`) and a :class:`PolicyInfo` (how the
+dashboard and the CLI show it), registered by name in :mod:`.registry`.
 """
 
 from __future__ import annotations

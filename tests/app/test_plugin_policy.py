@@ -109,6 +109,18 @@ def small():
     return data, embed_texts(data.texts, "hashing:32")
 
 
+def test_every_registered_policy_is_a_policy_the_router_builds(small):
+    from slarouter_core.policies import REGISTRY
+
+    data, X = small
+    for name, cls in REGISTRY.items():
+        r = SLARouter(RouterConfig(alpha=0.6, mode=name), data.n_models, X.shape[1], seed=0)
+        assert isinstance(r.policy, Policy) and type(r.policy) is cls, name
+        assert isinstance(cls.info, PolicyInfo) and isinstance(r.config.settings, cls.config_cls), name
+        r.observe(r.decide(X[0], data.costs[0]), 1)
+        assert r.n_feedback == 1 and isinstance(r.sla_status(), dict), name
+
+
 def test_the_registry_checks_what_it_is_given():
     with pytest.raises(ValueError, match="taken"):
         register("paper", CheapestPolicy)
