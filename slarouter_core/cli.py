@@ -205,9 +205,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     given = {k: v for k, v in (("c", args.c), ("V", args.V), ("q_max", args.q_max), ("eps", args.eps))
              if v is not None}
     taken = keep_settings(args.mode, given)
-    if given.keys() - taken.keys():
-        raise ValueError(f"--{' --'.join(sorted(k.replace('_', '-') for k in given.keys() - taken.keys()))} "
-                         f"do(es) not apply to --mode {args.mode}")
+    ignored = sorted("--" + k.replace("_", "-") for k in given.keys() - taken.keys())
+    if ignored:
+        raise ValueError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to --mode "
+                         f"{args.mode}")
     router = RouterConfig(alpha=probe, mode=args.mode, **taken)  # validates early
     (fcfg,) = feedback_from_args(args)
     if fcfg.kind == "drift" and not args.mixed:

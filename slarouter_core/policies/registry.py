@@ -83,7 +83,8 @@ def keep_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 def choices_help(sep: str = " ") -> str:
     """One line per policy, ``name: help``, for a selector's or an option's help."""
-    return sep.join(f"{n}: {c.info.help}" for n, c in REGISTRY.items())
+    strip = bool(sep.strip())  # "a; b": no full stop before the separator
+    return sep.join(f"{n}: {c.info.help.rstrip('.') if strip else c.info.help}" for n, c in REGISTRY.items())
 
 
 class _Colors(Mapping):
