@@ -15,7 +15,7 @@ import streamlit as st
 from PIL import Image
 
 from pages import _shared as sh
-from slarouter_core.live import RunSettings, human_cost, settings_to_query, zoo_table
+from slarouter_core.live import DEFAULT_POLICY, RunSettings, human_cost, settings_to_query, zoo_table
 
 
 def page_icon() -> Image.Image:
@@ -126,7 +126,7 @@ with st.sidebar:
         f"{v_text}  \n"
         f"feedback rate = {run.feedback_rate:g} · seed = {run.seed} · {run.per_tick} requests/tick"
         + (f"  \nfeedback model: {run.feedback_model}" if run.feedback_model != "iid" else "")
-        + (f"  \nrouter mode: **{run.mode}**" if run.mode != "paper" else "")
+        + (f"  \nrouter mode: **{run.mode}**" if run.mode != DEFAULT_POLICY else "")
         + f"  \nLive run routers: {', '.join(run.routers)}")
     st.caption("These settings are in the page URL: copy it to share them.")
 

@@ -112,7 +112,7 @@ def run_scenario(name: str, data: RoutingData, X: np.ndarray, alpha: float, seed
 
     mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
     best = float(data.costs.mean(0)[int(np.argmax(data.solved.mean(0)))])
-    cfgs = {m: RouterConfig(alpha=alpha, mode=m, **({"contextual": ctx} if m == "contextual" else {}))
+    cfgs = {m: RouterConfig(alpha=alpha, mode=m, **({"settings": ctx} if m == "contextual" else {}))
             for m in modes}
     tasks = [(m, s) for m in modes for s in seeds]
     out = Parallel(n_jobs=jobs)(delayed(one_run)(data, X, cfgs[m], rate, s, fb) for m, s in tasks)
@@ -144,7 +144,7 @@ def print_rows(rows: list[dict], goal: str) -> None:
 def phases(name: str, data: RoutingData, X: np.ndarray, alpha: float, ctx: ContextualConfig, seed: int = 0) -> None:
     """Seed ``seed`` served request by request, reading each decision's price: where the
     cost goes (see the module docstring)."""
-    cfg = RouterConfig(alpha=alpha, mode="contextual", contextual=ctx)
+    cfg = RouterConfig(alpha=alpha, mode="contextual", settings=ctx)
     sc = SimulationConfig(cfg, feedback_rate=0.2, seed=seed)
     order, plan, router_seed = stream_plan_full(data.n_requests, data.solved, 0.2, seed, True, sc.feedback, None)
     r = SLARouter(cfg, data.n_models, X.shape[1], seed=router_seed)
@@ -237,7 +237,7 @@ def main(argv=None) -> int:
     ctx = ContextualConfig(**(CONTEXTUAL_SWITCHES[args.ablate] if args.ablate else {}))
     if args.contextual:
         settings = parse_method("slarouter:" + ",".join(args.contextual)).params  # as compare reads them
-        ctx = RouterConfig(alpha=0.5, mode="contextual", contextual=ctx).with_settings(**settings).contextual
+        ctx = RouterConfig(alpha=0.5, mode="contextual", settings=ctx).with_settings(**settings).settings
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
     print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}) modes={args.modes} "

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from slarouter_core.data import from_frame
-from slarouter_core.router import MODES, RouterConfig
+from slarouter_core.router import RouterConfig, policy_names
 from slarouter_core.simulator import SimulationConfig, simulate
 
 
@@ -39,7 +39,7 @@ def synthetic(n: int, d: int = 64, seed: int = 0):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 400_000])
-    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    ap.add_argument("--modes", nargs="+", default=list(policy_names()), choices=list(policy_names()))
     ap.add_argument("--alpha", type=float, default=0.6)
     args = ap.parse_args()
     print(f"cores: {os.cpu_count()}; load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())}")

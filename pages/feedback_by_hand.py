@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _shared as sh
-from slarouter_core.live import (ROUTER_COLORS, ROUTER_MODES, HandRouters, feedback_model_choices,
+from slarouter_core.live import (ROUTER_COLORS, HandRouters, feedback_model_choices, router_modes, router_modes_help,
                                  settings_change)
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
@@ -42,13 +42,11 @@ def on_routers() -> None:
 emb = sh.embeddings(data)
 if emb is not None:
     o = st.columns([2, 1])
-    routers = o[0].multiselect("Routers (each decides the same request)", ROUTER_MODES, key="w_hand_routers",
+    routers = o[0].multiselect("Routers (each decides the same request)", router_modes(), key="w_hand_routers",
                                on_change=on_routers,
                                **({} if "w_hand_routers" in ss else {"default": ss.get("hand_routers", [run.mode])}),
-                               help="paper: Algorithm 1 as published. guarded: text-blind, escalates to hold the "
-                                    "SLA. contextual: learns from the text which model solves it. One thumbs "
-                                    "press judges one answer; where the routers chose different models you pick "
-                                    "which one.")
+                               help=router_modes_help() + " One thumbs press judges one answer; where the "
+                                    "routers chose different models you pick which one.")
     choices = feedback_model_choices()
     o[1].selectbox("Simulated users' feedback model", choices, key="w_hand_fbmodel", on_change=on_feedback_model,
                    **({} if "w_hand_fbmodel" in ss else {"index": choices.index(run.feedback_model)}),

@@ -8,8 +8,8 @@ from dataclasses import replace
 import streamlit as st
 
 from pages import _shared as sh
-from slarouter_core.live import (ROUTER_MODES, LiveRun, RunSettings, describe_reset, feedback_model_choices,
-                                 human_cost, settings_change, settings_json)
+from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_model_choices,
+                                 human_cost, router_modes, router_modes_help, settings_change, settings_json)
 from slarouter_core.experiments.runs import judge_call_cost
 from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
@@ -84,14 +84,11 @@ def select_widget(key: str, choices) -> dict:
 with st.sidebar:
     st.markdown("### Live run settings")
     st.multiselect(
-        "routers, side by side on the same requests and feedback", ROUTER_MODES,
+        "routers, side by side on the same requests and feedback", router_modes(),
         default=None if "w_routers" in ss else list(run.routers), key="w_routers", on_change=on_setting,
         args=("w_routers",),
-        help="paper: Algorithm 1 as published. guarded: text-blind, holds the SLA by escalating to the priciest "
-             "model (its V is v_scale = 10 times the V below). contextual: learns from the request text which "
-             "model solves it and certifies the SLA with its own confidence bound (c, V, Q_max and epsilon do not "
-             "apply; docs/IMPROVED.md). Each router gets the same request order and feedback plan. The first "
-             "one is also the router of Feedback by hand and Experiments.")
+        help=router_modes_help() + " (docs/IMPROVED.md). Each router gets the same request order and feedback "
+             "plan. The first one is also the router of Feedback by hand and Experiments.")
     st.number_input("alpha: target satisfaction", step=0.005, format="%.3f",
                     help="Share of requests that must satisfy the user. Default: halfway between the "
                          "accuracies of the two most expensive models.", **widget("w_alpha"))
@@ -206,9 +203,9 @@ if emb is not None:
             col.caption(text)
         for r in h["routers"]:
             row = st.columns(widths)
-            if r["mode"] == "contextual":
-                v_text = "V does not apply (its own certified rule)"
-            elif r["mode"] == "guarded":
+            if not r["v_applies"]:
+                v_text = "V does not apply (its own rule)"
+            elif r["v_note"]:
                 v_text = f"V = {r['v']:.3g}: {r['v_note']}"
             else:
                 v_text = f"V = {r['v']:.3g}" + (" (from the data's mean cost gap)" if h["served"] == 0

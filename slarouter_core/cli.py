@@ -12,7 +12,8 @@ from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
 from .encoders import DEFAULT_ENCODER, DEFAULT_ENCODER_THREADS, EncoderUnavailableError, get_encoder
 from .experiments import PROTOCOLS, aggregate, format_table, load_any, parse_feedback, run_slarouter_grid
-from .router import MODES as ROUTER_MODES
+from .policies.registry import DEFAULT_POLICY, choices_help, keep_settings
+from .policies.registry import names as router_modes
 from .simulator import PAPER_SEEDS
 
 
@@ -201,8 +202,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     alpha = args.alpha
     probe = resolve_alpha(alpha, None)  # a number, or a rule name ('midpoint', 'paper', 'medium')
-    router = RouterConfig(alpha=probe, c=args.c, V=args.V, q_max=args.q_max, eps=args.eps,
-                          mode=args.mode)  # validates early
+    given = {k: v for k, v in (("c", args.c), ("V", args.V), ("q_max", args.q_max), ("eps", args.eps))
+             if v is not None}
+    taken = keep_settings(args.mode, given)
+    ignored = sorted("--" + k.replace("_", "-") for k in given.keys() - taken.keys())
+    if ignored:
+        raise ValueError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to --mode "
+                         f"{args.mode}")
+    router = RouterConfig(alpha=probe, mode=args.mode, **taken)  # validates early
     (fcfg,) = feedback_from_args(args)
     if fcfg.kind == "drift" and not args.mixed:
         raise ValueError("--feedback drift changes the benchmark mix of one stream: add --mixed")
@@ -411,18 +418,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="SLA level in (0,1), or a rule per benchmark: 'midpoint' (between the two most "
                           "expensive models), 'paper' (the paper's rule for any zoo size) or 'medium' (1 point "
                           "below the second most expensive)")
-    sim.add_argument("--c", type=float, default=0.1, help="exploration constant (default 0.1)")
+    sim.add_argument("--c", type=float, default=None, help="exploration constant (default 0.1)")
     sim.add_argument("--V", type=float, default=None, help="fixed V (default: data-driven)")
-    sim.add_argument("--q-max", type=float, default=30.0, help="Q_max for data-driven V (default 30)")
-    sim.add_argument("--eps", type=float, default=0.001, help="epsilon for data-driven V (default 0.001)")
+    sim.add_argument("--q-max", type=float, default=None, help="Q_max for data-driven V (default 30)")
+    sim.add_argument("--eps", type=float, default=None, help="epsilon for data-driven V (default 0.001)")
     sim.add_argument("--feedback-rate", type=float, default=0.2)
     sim.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
     sim.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
     sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
     sim.add_argument("--out", default=None, help="results file (.csv, .json or .parquet)")
-    sim.add_argument("--mode", default="paper", choices=list(ROUTER_MODES),
-                     help="paper: Algorithm 1 as published; guarded: text-blind, holds the SLA by escalating; "
-                          "contextual: learns from the request text and certifies the SLA (docs/IMPROVED.md)")
+    sim.add_argument("--mode", default=DEFAULT_POLICY, choices=list(router_modes()),
+                     help=choices_help("; ") + " (docs/IMPROVED.md)")
     add_feedback_args(sim)
     sim.set_defaults(func=cmd_simulate)
 
@@ -436,7 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "the paper's methods); every flag given explicitly overrides it")
     cmp_.add_argument("--methods", nargs="+", default=None,
                       help=f"(default: {' '.join(COMPARE_METHODS)}) presets (single random static_mixture oracle "
-                           "carrot causal messplus slarouter slarouter_ddv slarouter_guarded slarouter_contextual) "
+                           "carrot causal messplus slarouter slarouter_ddv, and slarouter_<mode> for every other "
+                           f"mode: {' '.join('slarouter_' + m for m in router_modes() if m != DEFAULT_POLICY)}) "
                            "or method:key=value,... "
                            "e.g. slarouter:mode=contextual or slarouter:V=0.0001")
     cmp_.add_argument("--seeds", type=int, nargs="+", default=None, help=f"(default {' '.join(map(str, PAPER_SEEDS))})")
@@ -466,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     srv = sub.add_parser("serve", help="OpenAI-compatible routing service in front of a model zoo (TOML)")
     srv.add_argument("--zoo", required=True, help="zoo file (TOML; see slarouter_core/service/zoo.py)")
     srv.add_argument("--alpha", type=float, required=True, help="SLA level in (0,1)")
-    srv.add_argument("--mode", default="paper", choices=list(ROUTER_MODES), help="router mode (default paper)")
+    srv.add_argument("--mode", default=DEFAULT_POLICY, choices=list(router_modes()),
+                     help=f"router mode (default {DEFAULT_POLICY}): " + choices_help("; "))
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     srv.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")

@@ -11,128 +11,114 @@ feedback is known in advance, as in simulation.
 
 The router owns what every policy shares: the step counter, the step uniforms
 (exploration, choice) drawn in pages tied to the step index, input checks and
-checkpoints. The rule and its state live in the policy: ``paper`` (Algorithm 1 as
-published), ``guarded`` and ``contextual`` (docs/IMPROVED.md).
+checkpoints. The rule and its state live in the policy, a class registered by name in
+:mod:`.policies.registry` (``RouterConfig.mode`` picks it; docs/IMPROVED.md).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from .policies import compat
 from .feedback import BOTH, JUDGED, NO_FEEDBACK, judge_of, thumbs_of
-from .policies.base import LATE_WINDOW, BlockTrace, StepDraws, int_state
-from .policies.contextual import ContextualConfig, ContextualPolicy
-from .policies.guarded import FIELDS as GUARDED_FIELDS
-from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig, GuardedPolicy
-from .policies.paper import PaperPolicy
+from .policies.base import LATE_WINDOW, BlockTrace, Policy, StepDraws, int_state
+# guarded's names stay importable from here, as the docs import them
+from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig
+from .policies.registry import DEFAULT_POLICY, REGISTRY, policy_class
+from .policies.registry import names as policy_names
 from .policies.schedule import exploration_probability
-from .predictor import PredictorConfig, SatisfactionPredictor
-from .validation import check_alpha, check_choice, check_number, check_optional_number
+from .validation import check_alpha
 
-MODES = ("paper", "guarded", "contextual")
-#: contextual settings that may be given flat (``optimism`` is also guarded's: it stays there)
-CONTEXTUAL_FIELDS = frozenset(f.name for f in fields(ContextualConfig)) - frozenset(GUARDED_FIELDS)
-
-__all__ = ["BlockTrace", "Decision", "GUARDED_SWITCHES", "GuardedConfig", "LATE_WINDOW", "MODES", "NO_FEEDBACK",
-           "POLICIES", "RouterConfig", "SLARouter", "TS_TRIES", "exploration_probability"]
+__all__ = ["BlockTrace", "Decision", "GUARDED_SWITCHES", "GuardedConfig", "LATE_WINDOW", "NO_FEEDBACK",
+           "POLICIES", "RouterConfig", "SLARouter", "TS_TRIES", "exploration_probability", "policy_names"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RouterConfig:
-    """SLARouter settings: the SLA level, the policy (``mode``) and its own settings.
+    """SLARouter settings: the SLA level ``alpha``, the policy (``mode``, a name in
+    :mod:`.policies.registry`) and that policy's own frozen settings (``settings``, an
+    instance of its ``config_cls``; default: its defaults).
 
-    ``c``, ``V``, ``q_max`` and ``eps`` set the exploration schedule and the cost weight of
-    the drift-plus-penalty rule (paper and guarded modes): ``V`` fixed when given,
-    otherwise data-driven ``V = q_max * eps / DeltaC`` with DeltaC the running mean cost gap
-    between the cheapest and the most expensive model (in the cost unit of the data).
-    ``predictor`` is the satisfaction predictor of those two modes. ``guarded`` and
-    ``contextual`` hold the settings of those modes and must stay at their defaults in
-    any other mode (a setting that would be ignored is an error, not a silent no-op).
+    Settings may also be given flat, as a command line or a method spec gives them:
+    ``RouterConfig(alpha=0.6, mode=name, **{setting: value})``, or as a config named
+    after the mode (``RouterConfig(alpha, mode=name, **{name: config})``; read back as
+    ``config.<name>``). A setting of another policy is an error (it would be ignored),
+    not a silent no-op.
     """
 
     alpha: float
-    c: float = 0.1
-    V: float | None = None
-    q_max: float = 30.0
-    eps: float = 0.001
-    mode: Literal["paper", "guarded", "contextual"] = "paper"
-    predictor: PredictorConfig = field(default_factory=PredictorConfig)
-    guarded: GuardedConfig = field(default_factory=GuardedConfig)
-    contextual: ContextualConfig = field(default_factory=ContextualConfig)
+    mode: str
+    settings: Any
 
-    def __post_init__(self) -> None:
-        check_alpha(self.alpha)
-        check_number("c", self.c, low=0.0)
-        check_optional_number("V", self.V, low=0.0, low_open=True)
-        if self.V is None:
-            for name in ("q_max", "eps"):
-                check_number(name, getattr(self, name), low=0.0, low_open=True)
-        check_choice("mode", self.mode, MODES)
-        if not isinstance(self.predictor, PredictorConfig):
-            raise TypeError("predictor must be a PredictorConfig")
-        for name, cls in (("guarded", GuardedConfig), ("contextual", ContextualConfig)):
-            value = getattr(self, name)
-            if isinstance(value, dict):
-                object.__setattr__(self, name, cls.from_dict(value))
-            if not isinstance(getattr(self, name), cls):
-                raise TypeError(f"{name} must be a {cls.__name__}")
-            if self.mode != name and getattr(self, name) != cls():
-                raise ValueError(f"{name} settings apply only to mode='{name}' (mode is {self.mode!r})")
+    def __init__(self, alpha: float, mode: str = DEFAULT_POLICY, settings: Any = None, **flat: Any):
+        check_alpha(alpha)
+        cls = policy_class(mode).config_cls
+        if settings is None and isinstance(flat.get(mode), (cls, dict)):
+            settings = flat.pop(mode)  # the settings named after the mode, as before issue 20
+        if settings is None:
+            settings = cls()
+        elif isinstance(settings, dict):
+            settings = cls.from_dict(settings)
+        if type(settings) is not cls:
+            raise TypeError(f"settings of mode {mode!r} must be a {cls.__name__}, got {type(settings).__name__}")
+        if flat:
+            settings = _with_flat(settings, mode, flat)
+        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "settings", settings)
 
-    @property
-    def data_driven_v(self) -> bool:
-        return self.V is None
+    def __getattr__(self, name: str) -> Any:
+        """The policy's settings read through (``config.V``), where the policy has them."""
+        if name.startswith("_") or name in ("settings", "mode"):
+            raise AttributeError(name)
+        if name == self.mode:  # config.<mode>: its settings, as before issue 20
+            return self.settings
+        try:
+            return getattr(self.settings, name)
+        except AttributeError:
+            raise AttributeError(f"mode {self.mode!r} has no setting {name!r}") from None
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["predictor"] = self.predictor.to_dict()
-        d["guarded"] = self.guarded.to_dict()
-        d["contextual"] = self.contextual.to_dict()
-        return d
+        return {"alpha": self.alpha, "mode": self.mode, "settings": self.settings.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "RouterConfig":
-        """From :meth:`to_dict`, or from flat settings as a command line or a method spec
-        gives them (and as checkpoints before the policy split stored them): guarded
-        settings (``margin_z``, ``policy``, ...) at the top level go into ``guarded``, and
-        contextual ones (``z``, ``clusters``, ...; ``optimism`` is guarded's) into
-        ``contextual``."""
-        d = dict(d)
-        flat = {k: d.pop(k) for k in list(d) if k in GUARDED_FIELDS}
-        ctx_flat = {k: d.pop(k) for k in list(d) if k in CONTEXTUAL_FIELDS}
-        unknown = sorted(set(d) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown router setting(s) {', '.join(unknown)}")
-        pred, ctx, grd = d.get("predictor"), d.get("contextual"), d.get("guarded")
-        if isinstance(ctx, dict) and "z" in ctx:
-            # written before the window certificate: its settings do not carry over (other
-            # modes stored its defaults; a contextual state is refused when it is loaded)
-            ctx = None
-        d["predictor"] = pred if isinstance(pred, PredictorConfig) else PredictorConfig(**(pred or {}))
-        ctx = ctx if isinstance(ctx, ContextualConfig) else ContextualConfig.from_dict(ctx)
-        d["contextual"] = replace(ctx, **ctx_flat) if ctx_flat else ctx
-        guarded = {**(grd.to_dict() if isinstance(grd, GuardedConfig) else dict(grd or {})), **flat}
-        if flat and d.get("mode", "paper") != "guarded" and GuardedConfig(**guarded) == GuardedConfig():
-            guarded = {}  # old checkpoints stored the (default) guarded fields in every mode
-        d["guarded"] = GuardedConfig(**guarded)
-        return cls(**d)
+        """From :meth:`to_dict`, from flat settings (``{"mode": name, setting: value}``),
+        or from a layout written before the policies had their own configs
+        (:func:`compat.router_config_dict`)."""
+        return cls(**compat.router_config_dict(d))
 
     def with_settings(self, **settings: Any) -> "RouterConfig":
-        """A copy with some settings changed; guarded and contextual settings may be given
-        flat (as in :meth:`from_dict`)."""
-        flat = {k: settings.pop(k) for k in list(settings) if k in GUARDED_FIELDS}
-        if flat:
-            settings["guarded"] = replace(settings.get("guarded", self.guarded), **flat)
-        ctx_flat = {k: settings.pop(k) for k in list(settings) if k in CONTEXTUAL_FIELDS}
-        if ctx_flat:
-            settings["contextual"] = replace(settings.get("contextual", self.contextual), **ctx_flat)
-        return replace(self, **settings)
+        """A copy with some settings changed, given flat (as in :meth:`from_dict`); a new
+        ``mode`` starts from that policy's defaults."""
+        alpha = settings.pop("alpha", self.alpha)
+        mode = settings.pop("mode", self.mode)
+        base = settings.pop("settings", self.settings if mode == self.mode else None)
+        return RouterConfig(alpha, mode, base, **settings)
+
+
+def _with_flat(settings: Any, mode: str, flat: dict[str, Any]) -> Any:
+    """``settings`` with flat ``flat`` settings changed; a setting of another policy names it."""
+    def owner(key: str) -> str | None:
+        if key in REGISTRY:  # a policy's whole settings, named after it
+            return key
+        return next((n for n, c in REGISTRY.items() if key in {f.name for f in fields(c.config_cls)}), None)
+
+    own = {f.name for f in fields(settings)}
+    foreign = sorted(set(flat) - own)
+    if foreign:
+        first = owner(foreign[0])
+        if first is None:
+            raise ValueError(f"unknown router setting {foreign[0]!r} (mode {mode!r} takes {', '.join(sorted(own))})")
+        same = [k for k in foreign if owner(k) == first]
+        raise ValueError(f"{', '.join(same)} apply only to mode={first!r} (mode is {mode!r})")
+    return replace(settings, **flat)
 
 
 @dataclass(frozen=True)
@@ -183,38 +169,26 @@ class SLARouter:
         self.n_models = int(n_models)
         self.dim = int(dim)
         self.seed = int(seed)
-        ss = np.random.SeedSequence(self.seed)
-        policy_ss, buffer_ss, predictor_ss = ss.spawn(3)
+        # child 0 of the seed: the step draws; the policy derives its own streams from the seed
+        policy_ss = np.random.SeedSequence(self.seed, spawn_key=(0,))
         self.draws = StepDraws(np.random.Generator(np.random.PCG64(policy_ss)), _uniform_pairs, (2,))
         self.t = 0
         self._pending: tuple[Decision, Any, np.ndarray] | None = None
         self.last_s_used = math.nan
-        if config.mode == "contextual":
-            self.policy: Any = ContextualPolicy(
-                config.contextual, config.alpha, self.n_models, self.dim,
-                seed=int(np.random.SeedSequence(self.seed, spawn_key=(4,)).generate_state(1)[0]),
-                stream_length=stream_length)
-            return
-        predictor = SatisfactionPredictor(dim, n_models, config.predictor,
-                                          seed=int(predictor_ss.generate_state(1, np.uint64)[0]))
-        buffer_rng = np.random.Generator(np.random.PCG64(buffer_ss))
-        if config.mode == "guarded":
-            # Thompson draws: the 4th child of the seed (the other streams are unchanged)
-            ts_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(3,))))
-            self.policy = GuardedPolicy(config, self.n_models, self.dim, predictor, buffer_rng, ts_rng)
-        else:
-            self.policy = PaperPolicy(config, self.n_models, self.dim, predictor, buffer_rng)
+        self.policy: Policy = policy_class(config.mode).create(
+            config.settings, config.alpha, self.n_models, self.dim, self.seed, stream_length)
 
     # -- what the policy knows ------------------------------------------------------------
     @property
-    def predictor(self) -> SatisfactionPredictor | None:
-        """The satisfaction predictor of the paper and guarded modes (None: contextual)."""
-        return getattr(self.policy, "predictor", None)
+    def predictor(self) -> Any:
+        """The policy's separate satisfaction predictor (None where it has none)."""
+        return self.policy.predictor
 
     @property
     def q(self) -> float:
-        """The virtual queue (paper); guarded mode's truncated queue; 0 in contextual mode."""
-        return float(getattr(self.policy, "q", 0.0))
+        """The queue the policy's rule updates (paper: Q; guarded: its truncated queue; 0
+        for a policy without one)."""
+        return float(self.policy.q)
 
     @property
     def n_feedback(self) -> int:
@@ -222,11 +196,9 @@ class SLARouter:
         return int(self.policy.n_feedback)
 
     def current_v(self) -> float:
-        """V for the latest decision (data-driven: from the cost gaps seen so far; guarded
-        mode's decisions use ``v_scale`` times it)."""
-        if self.config.mode == "contextual":
-            return float(self.config.q_max * self.config.eps if self.config.V is None else self.config.V)
-        return self.policy.current_v(self.t)
+        """V for the latest decision (data-driven: from the cost gaps seen so far; NaN for
+        a policy without V; see its ``PolicyInfo.v_note`` for how its decisions use it)."""
+        return float(self.policy.current_v(self.t))
 
     def decision_queue(self) -> float:
         """The queue the next decision uses: paper mode's Q, guarded mode's max(0, deficit
@@ -235,8 +207,8 @@ class SLARouter:
 
     def certified_lower_bound(self, z: float = 1.2816) -> float:
         """The router's own one-sided (default 90%) lower confidence bound on the satisfied
-        share of the requests served so far, from its doubly-robust estimate; NaN in paper
-        mode, which claims no bound. The contextual policy uses its configured ``z``."""
+        share of the requests served so far, from its doubly-robust estimate; NaN where the
+        policy claims no bound. A policy with its own confidence may ignore ``z``."""
         if self.t == 0:
             return math.nan
         return float(self.policy.lower_bound(self.t, z))
@@ -252,6 +224,11 @@ class SLARouter:
         return self.policy.predict(np.asarray(x, np.float32))[0]
 
     @property
+    def learns_from_every_label(self) -> bool:
+        """Whether every label reaches the policy's satisfaction model (see :meth:`teach`)."""
+        return bool(self.policy.learns_from_every_label)
+
+    @property
     def model_version(self) -> int:
         """Bumped whenever the satisfaction model changes (a training step or a refit)."""
         return self.policy.version
@@ -259,8 +236,8 @@ class SLARouter:
     def teach(self, embedding: np.ndarray, model: int, feedback: int) -> None:
         """One extra label for the satisfaction model outside the routing rule (the
         hand-feedback demo's "learn from every thumbs"); queues and bounds are untouched.
-        The contextual mode already learns from every label: it has no extra lesson."""
-        if not hasattr(self.policy, "teach"):
+        A policy without a separate predictor already learns from every label: it refuses."""
+        if self.policy.predictor is None:
             raise ValueError(f"mode {self.config.mode!r} learns from every feedback already")
         if feedback not in (0, 1, True, False):
             raise ValueError(f"feedback must be 1 or 0, got {feedback!r}")
@@ -308,7 +285,7 @@ class SLARouter:
         """How the policy uses an LLM judge's verdicts: ``"label"`` as if they were thumbs
         (paper mode, the paper's fill-in protocol), ``"estimate"`` only as predictions
         that the users' thumbs correct (contextual), ``"ignore"`` (guarded)."""
-        return getattr(self.policy, "JUDGE_USE", "ignore")
+        return self.policy.JUDGE_USE
 
     def observe(self, decision: Decision, feedback: int | float | None,
                 judge: int | None = None) -> None:
@@ -322,14 +299,8 @@ class SLARouter:
         if judge is not None and judge not in (0, 1, True, False):
             raise ValueError(f"judge verdict must be 1, 0 or None, got {judge!r}")
         _, step, x = self._pending
-        f = None if feedback is None else float(feedback)
-        use = self.judge_use
-        if use == "label" and f is None and judge is not None:
-            f = float(judge)
-        if use == "estimate":
-            self.last_s_used = self.policy.update(step, x, f, None if judge is None else float(judge))
-        else:
-            self.last_s_used = self.policy.update(step, x, f)
+        self.last_s_used = self.policy.update(step, x, None if feedback is None else float(feedback),
+                                              None if judge is None else float(judge))
         self.t = decision.t
         self._pending = None
 
@@ -339,12 +310,8 @@ class SLARouter:
         already-labelled steps are ignored: a judge verdict is optional by nature."""
         if verdict not in (0, 1, True, False):
             raise ValueError(f"judge verdict must be 1 or 0, got {verdict!r}")
-        use = self.judge_use
         try:
-            if use == "label":
-                self.policy.late_update(int(t), float(verdict))
-            elif use == "estimate":
-                self.policy.late_judge(int(t), float(verdict))
+            self.policy.late_judge(int(t), float(verdict))
         except KeyError:
             pass
 
@@ -353,10 +320,7 @@ class SLARouter:
         be reached with the stated confidence in the rest of the window), the step of the
         first warning (``first_at_risk``, None if none), and the guarantee in words
         (``guarantee``; None for a policy that claims none)."""
-        status = getattr(self.policy, "sla_status", None)
-        if status is None:
-            return {"at_risk": False, "first_at_risk": None, "guarantee": None}
-        return dict(status())
+        return dict(self.policy.sla_status())
 
     def late_feedback(self, t: int, feedback: int | float) -> None:
         """Feedback that arrives after step ``t`` was observed without any. The guarded and
@@ -393,7 +357,7 @@ class SLARouter:
         judged = bool(np.any(fb >= JUDGED))
         if judged:  # what this policy asks of the judge (see judge_use)
             fb = self.judge_codes(fb)
-        if hasattr(self.policy, "run_block"):
+        if self.policy.BLOCK_PATH:
             used = fb
             if judged and self.judge_use == "label":  # the paper's protocol: a verdict as a label
                 used = np.where(fb >= JUDGED, fb - JUDGED, fb).astype(np.int8)
@@ -448,21 +412,17 @@ class SLARouter:
 
         if self._pending is not None:
             raise RuntimeError("observe() the pending decision before saving")
+        policy_meta, policy_arrays = self.policy.state_dict()
         meta: dict[str, Any] = {
-            "format": "slarouter-router-v1",
+            "format": compat.ROUTER_FORMAT,
             "config": self.config.to_dict(),
-            "n_models": self.n_models, "dim": self.dim, "seed": self.seed,
-            "t": self.t, "n_feedback": self.n_feedback,
+            "n_models": self.n_models, "dim": self.dim, "seed": self.seed, "t": self.t,
             "policy_rng": self.draws.rng.bit_generator.state,
             "draws_start": self.draws.start,
+            "policy": policy_meta,
         }
         arrays = {"router.policy_draws": np.ascontiguousarray(self.draws.pages)}
-        policy_meta, policy_arrays = self.policy.state_dict()
-        if self.config.mode == "contextual":
-            meta["contextual"] = policy_meta
-        else:
-            meta.update(policy_meta)
-        arrays.update(policy_arrays)
+        arrays.update({f"policy.{k}": v for k, v in policy_arrays.items()})
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         save_file(arrays, str(p), metadata={"slarouter": json.dumps(meta, default=_json_default)})
@@ -470,6 +430,7 @@ class SLARouter:
 
     @classmethod
     def load(cls, path: str | Path) -> "SLARouter":
+        """A router saved by :meth:`save` (or by an older version: :mod:`.compat`)."""
         from safetensors import safe_open
         from safetensors.numpy import load_file
 
@@ -481,23 +442,19 @@ class SLARouter:
             meta = json.loads(raw) if raw else None
         except Exception as exc:  # safetensors raises its own error types
             raise ValueError(f"{p.name} is not a SLARouter checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from None
-        if not isinstance(meta, dict) or meta.get("format") != "slarouter-router-v1":
+        if not isinstance(meta, dict) or meta.get("format") not in compat.ROUTER_FORMATS:
             raise ValueError(f"{p.name} is not a SLARouter checkpoint (missing metadata)")
         try:
+            meta, tensors = compat.router_checkpoint(meta, tensors)
             router = cls(RouterConfig.from_dict(meta["config"]), meta["n_models"], meta["dim"], meta["seed"])
             router.t = int(meta["t"])
-            n_feedback = int(meta["n_feedback"])
             router.draws.rng.bit_generator.state = int_state(meta["policy_rng"])
             router.draws.start = int(meta["draws_start"])
             router.draws.pages = np.array(tensors["router.policy_draws"], np.float64).reshape(-1, 2)
-            if router.config.mode == "contextual":
-                router.policy.load_state(meta["contextual"], tensors)  # counts its own steps and labels
-            else:
-                router.policy.load_state(meta, tensors)
-                router.policy.n_feedback = n_feedback
-                router.policy.t = router.t
-            bad = [k for k, v in tensors.items() if k.startswith(("predictor.", "router."))
-                   and np.asarray(v).dtype.kind == "f" and not np.all(np.isfinite(v))]
+            router.policy.load_state(meta["policy"], {k[len("policy."):]: v for k, v in tensors.items()
+                                                      if k.startswith("policy.")})
+            bad = [k for k, v in tensors.items() if np.asarray(v).dtype.kind == "f" and not np.all(np.isfinite(v))
+                   and k.startswith(("router.", "policy.predictor.", "policy.router."))]
             if bad:
                 raise ValueError(f"NaN or infinite values in {', '.join(sorted(bad))}")
         except (KeyError, TypeError, ValueError) as exc:

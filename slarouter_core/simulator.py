@@ -18,10 +18,11 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .data import RoutingData
-from .feedback import (NO_FEEDBACK, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order, judge_of,
-                       make_plan, thumbs_of)
+from .feedback import (NO_FEEDBACK, FeedbackConfig, FeedbackPlan, VerdictsInFlight, drift_order,
+                       make_plan)
 from .metrics import Summary, summarize
 from .router import RouterConfig, SLARouter
+from .serving import serve_stream
 from .validation import check_bool, check_int, check_number
 
 PAPER_SEEDS = (42, 1, 1234)
@@ -183,13 +184,9 @@ class Simulation:
         a, b = self.t, min(self.t + int(n), self.n_requests)
         if b <= a:
             return 0
-        if self.delay is not None:
-            self._step_delayed(a, b)
-            self.t = b
-            return b - a
         with single_threaded_blas():
-            bt = self.router.run_block(self._stream_x[a:], self._stream_costs[a:], self.feedback_plan[a:],
-                                       n=b - a)
+            bt = serve_stream(self.router, self._stream_x, self._stream_costs, self.feedback_plan, a, b,
+                              self.delay, self._in_flight)
         self._model[a:b] = bt.model
         self._explored[a:b] = bt.explored
         self._feedback[a:b] = bt.feedback
@@ -199,31 +196,6 @@ class Simulation:
         self._v[a:b] = bt.v
         self.t = b
         return b - a
-
-    def _step_delayed(self, a: int, b: int) -> None:
-        """Per-request path for delayed feedback: the verdict on request i reaches the
-        router after request ``i + delay[i]`` was served (``_feedback`` records it at the
-        step it belongs to, as in the other paths)."""
-        r = self.router
-        for i in range(a, b):
-            for t, f in self._in_flight.arriving(i):
-                r.late_feedback(t, f)
-            x = self._stream_x[i]
-            d = r.decide(x, self._stream_costs[i])
-            m = d.model
-            f = int(self.feedback_plan[i, m])
-            thumb, judge = int(thumbs_of(f)), int(judge_of(f))
-            # the judge reads the answer at once; the user's thumbs come with their delay
-            r.observe(d, None, judge=None if judge == NO_FEEDBACK else judge)
-            if thumb != NO_FEEDBACK and self._in_flight.send(i, int(self.delay[i]), d.t, thumb):
-                r.late_feedback(d.t, thumb)
-            self._model[i] = m
-            self._explored[i] = d.explored
-            self._feedback[i] = f
-            self._shat[i] = d.shat_served
-            self._s_used[i] = float("nan")  # the queue step is split between now and arrival
-            self._q[i] = r.decision_queue()
-            self._v[i] = d.v
 
     def run(self) -> "Simulation":
         self.step(self.n_requests - self.t)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 
 def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     parts = []
@@ -51,7 +53,10 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def check_alpha(value: Any) -> float:
-    """The SLA level: a number strictly between 0 and 1 (one message everywhere)."""
+    """The SLA level: a number strictly between 0 and 1 (one check and one message
+    everywhere: the router, the baselines, the experiments; a NumPy scalar is a number)."""
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
     return check_number("alpha", value, low=0.0, high=1.0, low_open=True, high_open=True)
 
 

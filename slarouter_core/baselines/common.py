@@ -15,6 +15,7 @@ from .. import simulator
 from ..data import RoutingData
 from ..feedback import FeedbackConfig, FeedbackPlan
 from ..metrics import Summary, summarize
+from ..validation import check_alpha  # noqa: F401 - the baselines check alpha as the router does
 
 #: tolerance used when deciding whether a fraction / LP variable is non-zero
 FRACTION_TOL = 1e-9
@@ -71,15 +72,6 @@ class MethodResult:
     def total_cost(self) -> float:
         """Operating cost plus offline training cost."""
         return self.summary.operating_cost + self.extra_cost
-
-
-def check_alpha(alpha: float) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-        raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
-    a = float(alpha)
-    if not 0.0 < a < 1.0:
-        raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
-    return a
 
 
 def check_embeddings(data: RoutingData, embeddings: np.ndarray, what: str = "embeddings") -> np.ndarray:

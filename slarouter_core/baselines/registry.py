@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from .common import History, MethodResult
 from .messplus_router import messplus
 from .oracle import clairvoyant_oracle
 from .slarouter import FEEDBACK_PARAM_ERROR, slarouter_configs, slarouter_router
-from .static import single, single_model, static_mixture
+from .static import single, static_mixture
 from .uniform_router import random_router
 
 
@@ -41,8 +41,6 @@ METHODS: dict[str, Method] = {
     "causal": causal,
     "slarouter": slarouter_router,
 }
-#: methods that learn from the history split (their training cost is added)
-OFFLINE_METHODS = frozenset({"carrot", "causal"})
 #: clairvoyant references (they use stream labels or stream means; not deployable)
 REFERENCE_METHODS = frozenset({"oracle", "static_mixture"})
 
@@ -62,11 +60,6 @@ def check_params(method: str, params: dict[str, Any]) -> None:
     if unknown:
         raise ValueError(f"bad parameters for {method}: {', '.join(unknown)} "
                          f"(it takes {', '.join(sorted(named)) or 'none'})")
-
-
-def single_model_methods(data: RoutingData) -> dict[str, Callable[..., MethodResult]]:
-    """One ``single:{model}`` method per model of ``data``."""
-    return {f"single:{name}": single_model(j) for j, name in enumerate(data.models)}
 
 
 def info_json(info: dict) -> str:

@@ -57,7 +57,7 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
             scale = 1e-6 if s.cost_unit == "J" else 1.0
             judge = s.judged * judge_call_cost(sub, judge_cost) * scale
             row = {"benchmark": "+".join(group), "seed": seed, "method": "SLARouter",
-                   "alpha": a, "c": cfg.c, "V": cfg.V if cfg.V is not None else "data-driven",
+                   "alpha": a, **_c_and_v(cfg),
                    "feedback_rate": feedback_rate, **fcols, "requests": s.requests,
                    "operating_cost": s.operating_cost_display + judge, "cost_unit": s.display_unit,
                    "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
@@ -72,3 +72,11 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
             if progress:
                 progress(done, total)
     return pd.DataFrame(rows)
+
+
+def _c_and_v(cfg: RouterConfig) -> dict:
+    """The row's c and V columns: the policy's settings, where it has them."""
+    st = cfg.settings
+    v = getattr(st, "V", None)
+    return {"c": getattr(st, "c", float("nan")),
+            "V": v if v is not None else "data-driven" if hasattr(st, "q_max") else "n/a"}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..baselines import METHODS, PAPER_V
+from ..policies.registry import DEFAULT_POLICY, REGISTRY
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,17 @@ PRESETS: dict[str, MethodSpec] = {
     "causal": MethodSpec("causal", label="Causal"),
     "slarouter": MethodSpec("slarouter", {"V": PAPER_V}, label="SLARouter (fixed V)"),
     "slarouter_ddv": MethodSpec("slarouter", {}, label="SLARouter (data-driven V)"),
-    "slarouter_guarded": MethodSpec("slarouter", {"mode": "guarded"}, label="SLARouter (guarded)"),
-    "slarouter_contextual": MethodSpec("slarouter", {"mode": "contextual"}, label="SLARouter (contextual)"),
 }
+
+
+def policy_preset(name: str) -> MethodSpec:
+    """The preset ``slarouter_<name>``: SLARouter with registered policy ``name``."""
+    return MethodSpec("slarouter", {"mode": name}, label=f"SLARouter ({REGISTRY[name].info.label})")
+
+
+# one preset per registered policy other than the default (a policy registered later is
+# found by parse_method)
+PRESETS.update({f"slarouter_{n}": policy_preset(n) for n in REGISTRY if n != DEFAULT_POLICY})
 #: the paper's presets, in its table order (``slarouter_guarded``, our improved mode, is
 #: not a default: ask for it by name)
 DEFAULT_METHODS: tuple[MethodSpec, ...] = tuple(PRESETS[k] for k in (
@@ -77,6 +86,8 @@ def parse_method(text: str) -> MethodSpec:
     text = text.strip()
     if text in PRESETS:
         return PRESETS[text]
+    if text.startswith("slarouter_") and text[len("slarouter_"):] in REGISTRY:
+        return policy_preset(text[len("slarouter_"):])
     name, _, rest = text.partition(":")
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}: use a preset ({', '.join(PRESETS)}) "

@@ -3,18 +3,23 @@ and units (``tables``), chart specs and colours (``charts``, ``experiment_charts
 live run of routers side by side (``run``), a hand-feedback session (``hand``) and an
 encoder that loads lazily (``lazy_encoder``).
 
-Nothing here imports Streamlit: the pages only read widgets, call these objects and draw
+Which routers exist and how each is shown come from the policy registry
+(``router_modes()``, ``router_modes_help()``, ``ROUTER_COLORS``, ``PolicyInfo``). Nothing
+here imports Streamlit: the pages only read widgets, call these objects and draw
 what they return. Every object that learns (router, queue, trace) is created per user
 session by the caller; nothing here is shared between sessions.
 """
 
-from ..router import MODES as ROUTER_MODES
-from .charts import (FAST_RENDER, MAX_POINTS, METHOD_COLORS, RATIO_WINDOW, REFERENCE_COLORS, ROUTER_COLORS,
+from ..policies.registry import DEFAULT_POLICY
+from ..policies.registry import POLICY_COLORS as ROUTER_COLORS
+from ..policies.registry import choices_help as router_modes_help
+from ..policies.registry import names as router_modes
+from .charts import (FAST_RENDER, MAX_POINTS, METHOD_COLORS, RATIO_WINDOW, REFERENCE_COLORS,
                      SPARE_COLORS, ChartFrame, color_encoding, model_colors, series_color)
 from .experiment_charts import ALPHA_LABEL, comparison_chart, sweep_charts
 from .hand import HandRequest, HandRound, HandRouters, HandSession, shat_bars
 from .lazy_encoder import LazyEncoder
-from .run import (BELIEF_KINDS, LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, Q_LABEL, REFERENCES, V_NOTE, LiveRun,
+from .run import (BELIEF_KINDS, LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, REFERENCES, LiveRun,
                   belief_series)
 from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, DataSpec, RunSettings, clamp_setting,
                        describe_reset, feedback_model_choices, feedback_model_fields, limit_problem, parse_numbers,
@@ -23,10 +28,10 @@ from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, DataSp
 from .tables import (FRONTIER, benchmark_long_table, display_scale, human_cost, mixture_frontier, zoo_chart,
                      zoo_chart_frame, zoo_table)
 
-__all__ = ["ROUTER_MODES", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_WINDOW", "REFERENCE_COLORS",
+__all__ = ["DEFAULT_POLICY", "router_modes", "router_modes_help", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_WINDOW", "REFERENCE_COLORS",
            "ROUTER_COLORS", "SPARE_COLORS", "ChartFrame", "color_encoding", "model_colors", "series_color",
            "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandRound", "HandRouters", "HandSession", "shat_bars", "LazyEncoder",
-           "BELIEF_KINDS", "belief_series", "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "Q_LABEL", "REFERENCES", "V_NOTE", "LiveRun",
+           "BELIEF_KINDS", "belief_series", "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "REFERENCES", "LiveRun",
            "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "SOURCES", "DataSpec", "RunSettings", "clamp_setting",
            "describe_reset", "limit_problem", "settings_change", "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
            "settings_json", "settings_method_params", "settings_to_query", "benchmark_long_table", "FRONTIER", "mixture_frontier", "zoo_chart", "zoo_chart_frame", "display_scale",

@@ -12,13 +12,17 @@ import pandas as pd
 
 from ..data import RoutingData
 from ..feedback import VerdictsInFlight
+from ..policies.registry import DEFAULT_POLICY
 from ..router import NO_FEEDBACK, Decision, SLARouter
+from ..serving import serve_stream
 from ..simulator import stream_plan_full
-from .charts import ROUTER_COLORS, ChartFrame, color_encoding
+from .charts import ChartFrame, color_encoding
 from .settings import RunSettings
 
 #: the two bars per model of the estimate chart
 WHEN = ("before", "after")
+#: the "after" bars of the before/after estimate chart (a blue that reads as "now")
+AFTER_COLOR = "#1f6feb"
 _FEEDBACK_TEXT = {None: "", 1: "up", 0: "down"}
 
 
@@ -39,7 +43,7 @@ class HandRequest:
     trained: bool = False
     source: str = "stream"
     stream_pos: int | None = None  # position in the seeded stream (None: typed)
-    router: str = "paper"
+    router: str = DEFAULT_POLICY
     #: the router's estimate per model (``predict_satisfaction``) when it decided: the same
     #: estimator as ``shat_after``, so that before and after compare like with like
     shat_before: np.ndarray | None = None
@@ -110,11 +114,10 @@ class HandSession:
         return self.data.n_requests - self.position
 
     def _train_on_hand_verdict(self, req: HandRequest, feedback: int) -> None:
-        """The demo option ``learn_from_all`` in paper mode: Algorithm 1 learns from explored
-        requests only, so the router's ``observe`` ignores a verdict on an exploited one;
-        ``teach`` gives the predictor that label outside the rule (queue untouched). The
-        guarded mode has its own learn_from_all switch (on by default), and the contextual
-        mode learns from every label."""
+        """The demo option ``learn_from_all`` for a policy that learns from explored
+        requests only (Algorithm 1): the router's ``observe`` ignores a verdict on an
+        exploited one; ``teach`` gives the predictor that label outside the rule (queue
+        untouched). Other policies learn from every label already."""
         self.router.teach(req.embedding, req.decision.model, int(feedback))
 
     # -- serving ------------------------------------------------------------------------
@@ -208,7 +211,7 @@ class HandSession:
         version = self.router.model_version
         self.router.observe(cur.decision, int(feedback))
         self.n_feedback += 1
-        if self.learn_from_all and not cur.decision.explored and self.config.mode == "paper":
+        if self.learn_from_all and not cur.decision.explored and not self.router.learns_from_every_label:
             self._train_on_hand_verdict(cur, int(feedback))
         cur.trained = self.router.model_version != version
         cur.feedback = int(feedback)
@@ -224,21 +227,22 @@ class HandSession:
         if n == 0:
             return 0
         a = self.position
-        if self.delay is not None:  # verdicts arrive late: one request at a time, as the simulator does
-            for pos in range(a, a + n):
-                self._deliver_due(pos)
-                row = int(self.order[pos])
-                d = self.router.decide(self.embeddings[row], self.data.costs[row])
-                self._observe_auto(d, pos)
-                self.position += 1
-        else:
-            rows = self.order[a:]
-            fb = self.plan[a:] if self.auto_feedback else np.full_like(self.plan[a:], NO_FEEDBACK)
-            t0 = self.router.t
-            bt = self.router.run_block(self.embeddings[rows], np.ascontiguousarray(self.data.costs[rows]), fb, n=n)
+        # the stream from position a on (rows beyond a + n are the batched path's lookahead)
+        rows = self.order[a:]
+        fb = self.plan[a:] if self.auto_feedback else np.full_like(self.plan[a:], NO_FEEDBACK)
+        t0 = self.router.t
+
+        def event(kind: str) -> None:  # delayed feedback: as each verdict lands and each step ends
+            self.n_feedback += kind in ("late", "now")
+            if kind != "now":
+                self.q_log.append((self.router.t, self.q))
+
+        bt = serve_stream(self.router, self.embeddings[rows], np.ascontiguousarray(self.data.costs[rows]), fb, 0, n,
+                          None if self.delay is None else self.delay[a:], self._in_flight, event, pos0=a)
+        if self.delay is None:
             self.n_feedback += int(np.sum(np.asarray(bt.feedback) != NO_FEEDBACK))
             self.q_log += list(zip(range(t0 + 1, t0 + n + 1), map(float, bt.q)))
-            self.position += n
+        self.position += n
         self.auto_served += n
         return n
 
@@ -257,8 +261,9 @@ class HandSession:
             "chosen": [self.why(req) if j == d.model else "" for j in range(len(d.shat))],
         })
         if req.shat_after is not None:
-            # paper mode: shat is the predictor's output; guarded mode adjusts it (levels, optimism)
-            out["shat after" if self.config.mode == "paper" else "predictor after"] = req.shat_after
+            # shat is the predictor's output (Algorithm 1), or the policy adjusted it (levels, optimism)
+            same = req.shat_before is not None and np.array_equal(d.shat, req.shat_before)
+            out["shat after" if same else "predictor after"] = req.shat_after
         return out
 
     @staticmethod
@@ -500,7 +505,7 @@ def shat_bars(models: tuple[str, ...] | list[str], before: np.ndarray | None, af
                           "shat": np.concatenate([np.asarray(v, np.float64) for _, v in parts]) if parts
                           else np.zeros(0)})
     when_color = {"field": "when", "type": "nominal", "sort": list(WHEN),
-                  "scale": {"domain": list(WHEN), "range": ["#b8c4d6", ROUTER_COLORS["contextual"]]},
+                  "scale": {"domain": list(WHEN), "range": ["#b8c4d6", AFTER_COLOR]},
                   "legend": {"title": None, "orient": "bottom"}}
     one = {"values": [{"rule": float(alpha), "label": f"alpha = {100 * alpha:.1f}%"}]}
     spec = {"title": title, "height": 170, "layer": [

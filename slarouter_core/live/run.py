@@ -14,9 +14,11 @@ from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
 from ..feedback import NO_FEEDBACK, judge_of, thumbs_of
 from ..policies.schedule import data_driven_v
-from ..router import MODES as ROUTER_MODES
+from ..policies.registry import POLICY_COLORS as ROUTER_COLORS
+from ..policies.registry import info as policy_info
+from ..policies.registry import names as router_modes
 from ..simulator import Simulation
-from .charts import (MAX_POINTS, RATIO_WINDOW, ROUTER_COLORS, TOP_MODELS, ChartFrame, _chart_spec, _long,
+from .charts import (MAX_POINTS, RATIO_WINDOW, TOP_MODELS, ChartFrame, _chart_spec, _long,
                      _long_parts, color_encoding)
 from .settings import RunSettings
 from .tables import LABEL_MODELS, display_scale
@@ -32,13 +34,8 @@ LCB_EVERY = 250
 #: under a second), above in a background thread (the 30,000 x 4 benchmark stream: ~5 s)
 ORACLE_MAX_CELLS = 2_000_000
 ORACLE_SYNC_CELLS = 50_000
-Q_LABEL = {"paper": "virtual queue Q", "guarded": "decision queue (Q plus its margin)",
-           "contextual": "certified shortfall"}
 #: the two lines per router of the belief chart: the satisfaction its queue used, the real one
 BELIEF_KINDS = ("belief (thumbs, else estimate)", "real")
-V_NOTE = {"guarded": "guarded mode multiplies V by its v_scale ({scale:g}), so it shows {scale:g} times the "
-                     "V of the settings",
-          "contextual": "V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)"}
 
 
 def belief_series(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -64,8 +61,8 @@ class LiveRun:
     def __init__(self, data: RoutingData, embeddings: np.ndarray, settings: RunSettings,
                  routers: tuple[str, ...] | list[str] | None = None):
         routers = tuple(routers) if routers else (settings.mode,)
-        if len(set(routers)) != len(routers) or any(m not in ROUTER_MODES for m in routers):
-            raise ValueError(f"routers must be distinct modes of {', '.join(ROUTER_MODES)}, got {routers!r}")
+        if len(set(routers)) != len(routers) or any(m not in router_modes() for m in routers):
+            raise ValueError(f"routers must be distinct modes of {', '.join(router_modes())}, got {routers!r}")
         self.data = data
         self.settings = settings
         self.routers = routers
@@ -125,7 +122,7 @@ class LiveRun:
         for m, sim in self.sims.items():
             a = sim.t
             end = min(a + max(n, 0), sim.n_requests)
-            if m == "paper":  # claims no bound: one block
+            if not policy_info(m).claims_bound:  # no bound to record: one block
                 sim.step(end - a)
             while sim.t < end:
                 sim.step(min(LCB_EVERY - sim.t % LCB_EVERY, end - sim.t))
@@ -136,18 +133,22 @@ class LiveRun:
         return served
 
     def v_note(self, mode: str) -> str:
-        note = V_NOTE.get(mode, "")
+        """How V applies to this router (its ``PolicyInfo.v_note``; empty: as shown)."""
+        note = policy_info(mode).v_note
         return note.format(scale=self._v_scale(mode)) if note else ""
 
     def _v_scale(self, mode: str) -> float:
-        """What the guarded mode multiplies the settings' V by (1 in the other modes)."""
-        return float(self.sims[mode].config.router.guarded.v_scale) if mode == "guarded" else 1.0
+        """What the policy multiplies the settings' V by (its ``v_scale_field``; else 1)."""
+        name = policy_info(mode).v_scale_field
+        return float(getattr(self.sims[mode].config.router.settings, name)) if name else 1.0
 
     def expected_v(self, mode: str) -> float:
         """The V the run will use, before it starts: a fixed V as set; a data-driven V is
         Q_max * eps over the mean cost gap (dearest minus cheapest model per request),
         which the router measures as requests arrive, here taken from the whole data."""
-        cfg = self.sims[mode].config.router
+        cfg = self.sims[mode].config.router.settings
+        if not policy_info(mode).v_applies:
+            return float("nan")
         if cfg.V is not None:
             v = float(cfg.V)
         else:
@@ -165,7 +166,8 @@ class LiveRun:
         k = sim.t
         scale, unit = display_scale(self.data.cost_unit)
         out: dict[str, Any] = {"mode": mode, "label": self.labels[mode], "color": ROUTER_COLORS[mode],
-                               "q_label": Q_LABEL[mode], "v_note": self.v_note(mode),
+                               "q_label": policy_info(mode).queue_title, "v_note": self.v_note(mode),
+                               "v_applies": policy_info(mode).v_applies,
                                "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit,
                                "status": sim.router.sla_status()}
         if k == 0:
@@ -266,7 +268,7 @@ class LiveRun:
             sat_parts.append((self.labels[m], t, running_mean(arrs[m]["satisfied"])[idx]))
             ts, vs = self._lcb[m]
             band = np.full(len(t), np.nan, np.float32)
-            if ts and m != "paper":
+            if ts and policy_info(m).claims_bound:
                 tt, vv = np.asarray(ts, float), np.asarray(vs, float)
                 ok = np.isfinite(vv)
                 if ok.any():
@@ -278,7 +280,7 @@ class LiveRun:
         out.append(ChartFrame("satisfaction", sat_frame,
                               _chart_spec("Running request satisfaction" + (
                                   " (band: its own 90% lower bound)"
-                                  if any(m != "paper" for m in self.routers) else ""),
+                                  if any(policy_info(m).claims_bound for m in self.routers) else ""),
                                          "satisfaction", self._colors(labels, "router" if multi else None), n,
                                          rule=self.alpha, rule_label=f"alpha = {100 * self.alpha:.1f}%",
                                          percent=True, y_domain=[0.0, 1.0], band=True)))
@@ -359,26 +361,31 @@ class LiveRun:
 
     def _queue_chart(self, qs: dict[str, np.ndarray], t: np.ndarray, labels: list[str], multi: bool, n: int,
                      upto) -> ChartFrame:
-        """Each router's queue. The contextual mode's certified shortfall is another
-        quantity on another scale than the paper's Q: beside other routers it gets its own
-        axis on the right, so that neither is squashed flat by the other."""
+        """Each router's queue. A policy whose queue is another quantity on another scale
+        than the paper's Q (``PolicyInfo.own_queue_axis``, e.g. a certified shortfall)
+        gets, beside other routers, its own axis on the right, so that neither is squashed
+        flat by the other."""
         color = self._colors(labels, "router" if multi else None)
-        own = [lb for m, lb in self.labels.items() if m == "contextual"]
+        own_modes = [m for m in self.labels if policy_info(m).own_queue_axis]
+        own = [self.labels[m] for m in own_modes]
+        what = ", ".join(f"{m}: {policy_info(m).queue_title}" for m in own_modes)
         if not multi or not own or len(own) == len(labels):
             return ChartFrame("queue", _long(t, qs), _chart_spec(
-                "Virtual queue Q_t" + (" (contextual: certified shortfall)" if own else ""), "Q", color, n,
+                "Virtual queue Q_t" + (f" ({what})" if own else ""), "Q", color, n,
                 y_domain=upto(list(qs.values()))))
         frame = _long(t, qs)
         others = [lb for lb in labels if lb not in own]
         left = _chart_spec("", f"Q ({', '.join(others)})", color, n,
                            y_domain=upto([qs[lb] for lb in others]))["layer"][0]
         left["transform"] = [{"filter": {"field": "series", "oneOf": others}}]
-        right = _chart_spec("", "certified shortfall (contextual)", color, n,
+        right_title = ", ".join(f"{policy_info(m).queue_title} ({m})" for m in own_modes)
+        right = _chart_spec("", right_title, color, n,
                             y_domain=upto([qs[lb] for lb in own]))["layer"][0]
         right["transform"] = [{"filter": {"field": "series", "oneOf": own}}]
         right["encoding"] = {**right["encoding"], "y": {**right["encoding"]["y"],
-                                                        "axis": {"orient": "right", "titleColor": ROUTER_COLORS["contextual"]}}}
-        return ChartFrame("queue", frame, {"title": "Virtual queue Q_t (right axis: contextual's shortfall)",
+                                                        "axis": {"orient": "right", "titleColor": ROUTER_COLORS[own_modes[0]]}}}
+        right_what = ", ".join(f"{m}'s {policy_info(m).queue_title}" for m in own_modes)
+        return ChartFrame("queue", frame, {"title": f"Virtual queue Q_t (right axis: {right_what})",
                                            "height": 220, "layer": [left, right],
                                            "resolve": {"scale": {"y": "independent"}}})
 

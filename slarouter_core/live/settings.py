@@ -13,7 +13,8 @@ import numpy as np
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
-from ..router import MODES as ROUTER_MODES
+from ..policies.registry import DASHBOARD_DEFAULT, keep_settings
+from ..policies.registry import names as router_modes
 from ..router import RouterConfig
 from ..simulator import SimulationConfig
 from ..validation import check_alpha, check_bool, check_choice, check_int, check_number
@@ -25,10 +26,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "alpha": (0.001, 0.999), "c": (0.0, 100.0), "V": (1e-12, 1e6), "q_max": (1e-6, 1e6), "eps": (1e-9, 1.0),
     "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000), "judge_budget": (0.0, 1.0),
     "judge_cost": (0.0, 1e12)}
-#: routers streamed side by side on Live run by default: the contextual mode (the one that
-#: holds the SLA where a text-blind rule cannot) first, the paper's rule beside it, on the
+#: routers streamed side by side on Live run by default (the registry's choice), on the
 #: same requests and feedback plan; the first is also the router of the other pages
-DEFAULT_ROUTERS = ("contextual", "paper")
+DEFAULT_ROUTERS = DASHBOARD_DEFAULT
 #: LLM judges that can fill in a verdict where the user gave no thumbs (issue 19);
 #: "" is no judge
 JUDGE_CHOICES = ("",) + tuple(JUDGE_PRESETS)
@@ -98,15 +98,15 @@ class RunSettings:
         if check_int("requests per tick", per_tick, low=1) > 100_000:
             raise ValueError(f"requests per tick must be an integer in [1, 100000], got {self.per_tick!r}")
         check_bool("fixed_v", self.fixed_v)
-        check_choice("router mode", self.mode, ROUTER_MODES)
+        check_choice("router mode", self.mode, router_modes())
         check_choice("feedback model", self.feedback_model, feedback_model_choices())
         check_choice("judge", self.judge, JUDGE_CHOICES)
         check_number("judge budget", self.judge_budget, low=0.0, high=1.0)
         if self.judge_cost is not None:
             check_number("judge cost", self.judge_cost, low=0.0)
         if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
-                or any(m not in ROUTER_MODES for m in self.routers):
-            raise ValueError(f"routers must be one or more distinct modes of {', '.join(ROUTER_MODES)}, "
+                or any(m not in router_modes() for m in self.routers):
+            raise ValueError(f"routers must be one or more distinct modes of {', '.join(router_modes())}, "
                              f"got {self.routers!r}")
 
     def resolved_judge_cost(self, data: RoutingData) -> float:
@@ -119,10 +119,15 @@ class RunSettings:
     def resolved_alpha(self, data: RoutingData) -> float:
         return float(self.alpha) if self.alpha is not None else midpoint_alpha(data)
 
+    def policy_settings(self, mode: str | None = None) -> dict[str, Any]:
+        """The sidebar's router settings that policy ``mode`` takes (c and the V schedule
+        are Algorithm 1's; a policy without them takes none)."""
+        v = {"V": float(self.V)} if self.fixed_v else {"V": None, "q_max": float(self.q_max), "eps": float(self.eps)}
+        return keep_settings(mode or self.mode, {"c": float(self.c), **v})
+
     def router_config(self, data: RoutingData, mode: str | None = None) -> RouterConfig:
-        return RouterConfig(alpha=self.resolved_alpha(data), c=float(self.c),
-                            V=float(self.V) if self.fixed_v else None,
-                            q_max=float(self.q_max), eps=float(self.eps), mode=mode or self.mode)
+        mode = mode or self.mode
+        return RouterConfig(alpha=self.resolved_alpha(data), mode=mode, **self.policy_settings(mode))
 
     def simulation_config(self, data: RoutingData, mode: str | None = None) -> SimulationConfig:
         """The simulation of router ``mode`` (default ``self.mode``); every mode gets the same
@@ -366,13 +371,8 @@ def parse_numbers(text: str, name: str, integer: bool = False, low: float | None
 
 def settings_method_params(run: RunSettings) -> dict:
     """SLARouter method params (for the experiment runner) from the session's settings."""
-    params: dict[str, Any] = {"c": float(run.c)}
-    if run.mode != "paper":
-        params["mode"] = run.mode
-    if run.fixed_v:
-        params["V"] = float(run.V)
-    else:
-        params.update(q_max=float(run.q_max), eps=float(run.eps))
+    params: dict[str, Any] = {"mode": run.mode}
+    params.update({k: v for k, v in run.policy_settings().items() if v is not None})
     return params
 
 

@@ -11,6 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..policies.registry import DEFAULT_POLICY
+from ..policies.registry import info as policy_info
+
 
 def expected_exploration(c: float, n: int) -> float:
     """The share of ``n`` requests the paper's rule explores on average: the mean of
@@ -35,9 +38,9 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
     if h["served"] == 0:
         lines = [f"Press **Start**: {', '.join(r['mode'] for r in routers)} serve the same {n:,} requests with the "
                  f"same feedback, and must keep at least alpha = {_pct(alpha)} of them satisfied."]
-        if any(r["mode"] == "paper" for r in routers):
+        for r in [r for r in routers if policy_info(r["mode"]).explored_labels_only][:1]:
             share = expected_exploration(c, n)
-            lines.append(f"The paper's rule (`paper`) explores with probability min(1, c / t^(1/4)), c = {c:g}: about "
+            lines.append(f"`{r['mode']}` explores with probability min(1, c / t^(1/4)), c = {c:g}: about "
                          f"{_pct(share)} of {n:,} requests, so its predictor will learn from about "
                          f"{share * n * feedback_rate:,.0f} labels (explored requests that get feedback, rate "
                          f"{feedback_rate:g}); everywhere else it trusts that predictor.")
@@ -56,8 +59,8 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
         if r["status"].get("at_risk"):
             first = r["status"].get("first_at_risk")
             lines[-1] += " Its own check flags the SLA **at risk**" + (f" since request {first:,}." if first else ".")
-        if r["mode"] == "paper" and r["sla"] == "missed":
-            lines.append(f"Why `paper` misses: it explores with probability min(1, c / t^(1/4)) (c = {c:g}), so it "
+        if policy_info(r["mode"]).explored_labels_only and r["sla"] == "missed":
+            lines.append(f"Why `{r['mode']}` misses: it explores with probability min(1, c / t^(1/4)) (c = {c:g}), so it "
                          f"explored {_pct(r['explored_share'])} of the requests ({r['explored']:,} of "
                          f"{r['served']:,}) and its predictor learned from only {r['labels']:,} labels (explored "
                          f"requests that got feedback). Its queue Q has grown to {r['q']:.3g}, which pushes it "
@@ -72,14 +75,14 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
     return lines
 
 
-def _is_paper(params: Any) -> bool:
-    """Whether an experiment row's SLARouter params select the paper's rule (no mode or
-    ``mode = paper``)."""
+def _explored_labels_only(params: Any) -> bool:
+    """Whether an experiment row's SLARouter params select a policy whose model learns from
+    explored requests only (the paper's rule: no mode, the default)."""
     try:
         p = json.loads(params) if isinstance(params, str) else dict(params or {})
+        return policy_info(p.get("mode", DEFAULT_POLICY)).explored_labels_only
     except (ValueError, TypeError):
         return False
-    return p.get("mode", "paper") == "paper"
 
 
 def experiment_story(agg: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
@@ -116,7 +119,7 @@ def experiment_story(agg: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
             line += " A cost below a reference is no saving where the SLA is missed."
         lines.append(line)
         mine = rows[(rows["method"] == method)] if "method" in rows.columns else rows.iloc[:0]
-        if met < n and len(mine) and _is_paper(mine["params"].iloc[0]):
+        if met < n and len(mine) and _explored_labels_only(mine["params"].iloc[0]):
             share = float((mine["explored"] / mine["n_stream"]).mean())
             labels = float((mine["explored"] * mine["feedback_rate"]).mean())
             lines.append(f"Why **{method}** (the paper's rule) misses: it explores with probability "

@@ -1,4 +1,4 @@
-"""The policy plug-in protocol.
+"""The policy plug-in base.
 
 A policy answers two questions, like River's ``predict_one``/``learn_one``: which model
 serves this request (``choose``), and what to learn from a verdict (``update``, which
@@ -10,13 +10,19 @@ into safetensors without pickle.
 The router hands the policy the two uniforms of the step (exploration, choice). They are
 drawn per step index, so serving a stream whole, in chunks or one request at a time
 gives identical decisions.
+
+A policy is a :class:`Policy` (abstract base: the methods above, defaults for the rest)
+with a frozen settings class (:class:`PolicyConfig`) and a :class:`PolicyInfo` (how the
+dashboard and the CLI show it), registered by name in :mod:`.registry`.
 """
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -61,32 +67,164 @@ class BlockTrace:
     trained: np.ndarray
 
 
-class Policy(Protocol):
-    """One routing rule with explicit state (see the module docstring). Policies with a
-    faster batched path add ``run_block(X, costs, feedback, n, t0, draws) -> BlockTrace``
-    (the router falls back to the per-request rule otherwise); those with a separate
-    satisfaction predictor add ``teach(x, model, feedback)`` for labels outside the rule."""
+@dataclass(frozen=True)
+class PolicyInfo:
+    """How a policy is shown (dashboard, CLI): read from the class, so that no page or
+    live module names a policy.
 
-    version: int  # bumped whenever the satisfaction model changes
+    ``queue_title`` is what its queue chart shows (``decision_queue()``), ``v_note`` how V
+    applies (empty: as shown; ``{scale:g}`` is filled with the config's ``v_scale_field``),
+    ``claims_bound``: whether ``lower_bound``/``estimate`` are numbers worth plotting;
+    ``own_queue_axis``: its queue is another quantity than Algorithm 1's Q (a chart gives
+    it its own axis beside the others).
+    """
 
+    label: str
+    help: str
+    queue_title: str
+    color: str
+    v_applies: bool = True
+    v_note: str = ""
+    v_scale_field: str | None = None
+    claims_bound: bool = True
+    own_queue_axis: bool = False
+    explored_labels_only: bool = False
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Base of a policy's own frozen settings: plain fields, checked in ``__post_init__``;
+    a nested dataclass field may be given as a dict."""
+
+    def to_dict(self) -> dict:
+        return {f.name: (v.to_dict() if hasattr(v, "to_dict") else asdict(v) if is_dataclass(v) else v)
+                for f in fields(self) for v in [getattr(self, f.name)]}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "PolicyConfig":
+        d = dict(d or {})
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(d) - set(known))
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(unknown)} (settings: {', '.join(known)})")
+        for name, value in d.items():
+            f = known[name]
+            kind = type(f.default_factory()) if f.default_factory is not MISSING else None  # type: ignore[misc]
+            if kind is not None and is_dataclass(kind) and isinstance(value, dict):
+                d[name] = kind.from_dict(value) if hasattr(kind, "from_dict") else kind(**value)
+        return cls(**d)
+
+
+class Policy(ABC):
+    """One routing rule with explicit state (see the module docstring).
+
+    A policy class declares ``config_cls`` (its frozen settings) and ``info`` (how it is
+    shown), and is built by ``create(settings, alpha, n_models, dim, seed, stream_length)``
+    from the router's seed (it derives its own random streams). The router reads only
+    what is declared here: ``JUDGE_USE`` (how a judge's verdicts count: ``"label"``,
+    ``"estimate"`` or ``"ignore"``), ``BLOCK_PATH`` (a batched ``run_block`` exists),
+    ``predictor`` (a separate satisfaction model that ``teach`` trains, or None).
+    """
+
+    config_cls: ClassVar[type]
+    info: ClassVar[PolicyInfo]
+    JUDGE_USE: ClassVar[str] = "ignore"
+    BLOCK_PATH: ClassVar[bool] = False
+    predictor: Any = None
+    version: int = 0  # bumped whenever the satisfaction model changes
+    n_feedback: int = 0
+    q: float = 0.0  # the queue the rule updates (0 for a policy without one)
+
+    @classmethod
+    def create(cls, settings: Any, alpha: float, n_models: int, dim: int, seed: int,
+               stream_length: int | None = None) -> "Policy":
+        return cls(settings, alpha, n_models, dim, seed, stream_length)  # type: ignore[call-arg]
+
+    @abstractmethod
     def choose(self, x: np.ndarray, costs: np.ndarray, t: int, u_explore: float,
                u_choice: float) -> PolicyStep: ...
 
-    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float: ...
+    @abstractmethod
+    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None,
+               judge: float | None = None) -> float:
+        """Account step ``step.t`` (thumbs and the judge's verdict, either may be None);
+        returns the satisfaction value the rule used."""
 
+    @abstractmethod
     def late_update(self, t: int, feedback: float) -> None: ...
 
+    @abstractmethod
     def decision_queue(self) -> float: ...
 
+    @abstractmethod
     def predict(self, X: np.ndarray) -> np.ndarray: ...
 
+    @abstractmethod
     def lower_bound(self, t: int, z: float) -> float: ...
 
+    @abstractmethod
     def estimate(self, t: int) -> float: ...
 
+    @abstractmethod
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
 
+    @abstractmethod
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None: ...
+
+    # -- defaults -----------------------------------------------------------------------
+    def sla_status(self) -> dict:
+        """What it claims about its SLA now (see ``SLARouter.sla_status``); none by default."""
+        return {"at_risk": False, "first_at_risk": None, "guarantee": None}
+
+    def late_judge(self, t: int, verdict: float) -> None:
+        """A judge's verdict on step ``t`` after it was observed: a label where the policy
+        takes verdicts as labels, else nothing (``"estimate"`` policies override it)."""
+        if self.JUDGE_USE == "label":
+            self.late_update(t, verdict)
+
+    @property
+    def learns_from_every_label(self) -> bool:
+        """Whether every label reaches its satisfaction model (Algorithm 1's predictor
+        learns from explored steps only; ``teach`` may give it the others)."""
+        return True
+
+    def current_v(self, t: int) -> float:
+        """V for step ``t`` (NaN: the policy has no V)."""
+        return math.nan
+
+    def teach(self, x: np.ndarray, model: int, feedback: float) -> None:
+        """One extra label outside the rule (only a policy with a separate predictor)."""
+        raise ValueError(f"policy {type(self).__name__} learns from every feedback already")
+
+    def run_block(self, X, costs, feedback, n: int, t0: int,
+                  draws: Callable[[int, int], np.ndarray]) -> BlockTrace:
+        """Batched serving (only where ``BLOCK_PATH``; the router serves per request otherwise)."""
+        raise NotImplementedError
+
+
+#: what :func:`adopt` fills in on a class that does not inherit :class:`Policy`
+_DEFAULTS = ("JUDGE_USE", "BLOCK_PATH", "predictor", "q", "sla_status", "late_judge", "learns_from_every_label",
+             "current_v", "teach", "run_block")
+
+
+def adopt(cls: type, config_cls: type, info: PolicyInfo, create: Callable[..., Any] | None = None) -> type:
+    """Make ``cls``, written without inheriting :class:`Policy`, a policy: registered as a
+    virtual subclass, with the declarations and the base's defaults it lacks set on it.
+    It must have every abstract method."""
+    missing = sorted(n for n in Policy.__abstractmethods__ if not callable(getattr(cls, n, None)))
+    if missing:
+        raise TypeError(f"{cls.__name__} lacks {', '.join(missing)}")
+    for name in _DEFAULTS:
+        if not hasattr(cls, name):
+            value = Policy.__dict__[name]
+            setattr(cls, name, value)
+    cls.config_cls, cls.info = config_cls, info
+    if create is not None:
+        cls.create = classmethod(create)
+    elif "create" not in cls.__dict__:
+        cls.create = Policy.__dict__["create"]
+    Policy.register(cls)
+    return cls
 
 
 #: steps kept open for late feedback, per router (older ones are forgotten, oldest first)

@@ -10,7 +10,7 @@ kernel loops over them for a stretch of steps with fixed predictions.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -18,17 +18,18 @@ import numpy as np
 from ..feedback import NO_FEEDBACK
 from ..predictor import SatisfactionPredictor
 from ..validation import check_bool, check_choice, check_int, check_number, check_optional_number
-from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyStep, StepDraws, int_state
+from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyInfo, PolicyStep, StepDraws, int_state
 from .guarded_rule import (ARRAYS, STATE, TS_TRIES, _guarded_kernel, decision_queue_of, guarded_choose,
                            guarded_late, guarded_update, params_record)
-from .paper import PredictorPolicy
+from .paper import PaperConfig, PredictorPolicy, predictor_streams
 
 POLICIES = ("argmin", "mixture", "thompson")
 
 
 @dataclass(frozen=True)
-class GuardedConfig:
-    """The guarded mode's own settings; each change to Algorithm 1 is a switch:
+class GuardedConfig(PaperConfig):
+    """The guarded mode's settings: Algorithm 1's (:class:`PaperConfig`: ``c``, the V
+    schedule, the predictor) and its own; each change to Algorithm 1 is a switch:
 
     * ``queue_update``: ``"dr"`` doubly-robust queue step ``shat + (s - shat) / phi_hat``
       on feedback steps (``phi_hat`` the running feedback rate), ``shat`` otherwise;
@@ -81,6 +82,7 @@ class GuardedConfig:
     label_fnr: float = 0.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_choice("queue_update", self.queue_update, ("dr", "paper"))
         check_choice("policy", self.policy, POLICIES)
         for name in ("margin_z", "text_weight", "optimism", "pessimism"):
@@ -94,15 +96,6 @@ class GuardedConfig:
         for name in ("bank_surplus", "learn_from_all", "levels"):
             check_bool(name, getattr(self, name))
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> "GuardedConfig":
-        return cls(**(d or {}))
-
-
-FIELDS: tuple[str, ...] = tuple(GuardedConfig.__dataclass_fields__)
 
 #: the improved mode with every switch off is not the paper; these are its ablations
 GUARDED_SWITCHES: dict[str, dict] = {
@@ -150,19 +143,28 @@ class GuardedPolicy(PredictorPolicy):
     ``current_v`` is V before ``v_scale`` (the sidebar's V); decisions use ``v_scale``
     times it."""
 
+    config_cls = GuardedConfig
+    info = PolicyInfo(
+        label="guarded",
+        help="text-blind, holds the SLA by escalating to the priciest model (its V is v_scale times the V "
+             "of the paper's rule).",
+        queue_title="decision queue (Q plus its margin)", color="#e8900c",
+        v_note="guarded mode multiplies V by its v_scale ({scale:g}), so it shows {scale:g} times the V of "
+               "the settings",
+        v_scale_field="v_scale")
     #: its certificate counts thumbs only (a biased judge would bias it)
     JUDGE_USE = "ignore"
 
-    def __init__(self, config: Any, n_models: int, dim: int, predictor: SatisfactionPredictor,
-                 buffer_rng: np.random.Generator, ts_rng: np.random.Generator):
-        self.config = config  # RouterConfig (alpha, c, V schedule) with its .guarded settings
-        self.g = config.guarded
-        self.alpha = float(config.alpha)
+    def __init__(self, config: GuardedConfig, alpha: float, n_models: int, dim: int, seed: int = 0,
+                 stream_length: int | None = None):
+        self.config = self.g = config
+        self.alpha = float(alpha)
         self.M = int(n_models)
         self.D = int(dim)
-        self.predictor = predictor
-        self.buffer_rng = buffer_rng
-        self.par = params_record(config)
+        self.predictor, self.buffer_rng = predictor_streams(seed, self.M, self.D, config.predictor)
+        # Thompson draws: the 4th child of the seed (the other streams are unchanged)
+        ts_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=(3,))))
+        self.par = params_record(self.alpha, config)
         self.st = np.zeros(1, STATE)
         for k in ARRAYS:
             setattr(self, k, np.zeros(self.M))
@@ -178,6 +180,10 @@ class GuardedPolicy(PredictorPolicy):
     spread_sum = _StateField(float)
     deficit = _StateField(float, "sum(alpha - s_used): the banked queue (negative when ahead of alpha).")
     var_sum = _StateField(float, read_only=True)
+
+    @property
+    def learns_from_every_label(self) -> bool:
+        return bool(self.g.learn_from_all)
 
     def decision_queue(self) -> float:
         return float(decision_queue_of(self.st[0], self.par[0]))
@@ -209,7 +215,9 @@ class GuardedPolicy(PredictorPolicy):
         return PolicyStep(t=t, model=int(m), explored=bool(explore), p_explore=float(p), shat=est, q=float(qd),
                           v=float(v), shat_served=float(shat[m]), blind=bool(explore), escalated=bool(escalated))
 
-    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float:
+    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None,
+               judge: float | None = None) -> float:
+        """``judge`` is not used (JUDGE_USE ``"ignore"``)."""
         m = step.model
         dev_m = float(self.last_dev[m])
         f = -1.0 if feedback is None else float(feedback)
@@ -291,10 +299,10 @@ class GuardedPolicy(PredictorPolicy):
 
     # -- checkpoints --------------------------------------------------------------------
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Top-level keys of the router checkpoint (its v1 layout)."""
         s = self.st[0]
         meta: dict[str, Any] = {
             "q": repr(float(s["q"])), "spread_sum": repr(float(s["spread_sum"])),
+            "t": self.t, "n_feedback": self.n_feedback,
             "buffer_rng": self.buffer_rng.bit_generator.state, "predictor": self.predictor.state_meta(),
             "guarded": {"deficit": repr(float(s["deficit"])), "var_sum": repr(float(s["var_sum"])),
                         "r2sum": repr(float(s["r2sum"])), "r2n": int(s["r2n"]), "pending": int(s["pending"]),
@@ -308,10 +316,11 @@ class GuardedPolicy(PredictorPolicy):
         return meta, arrays
 
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        """From :meth:`state_dict`'s keys (the router sets ``n_feedback`` and ``t``)."""
         g = meta["guarded"]
         s = self.st[0]
         s["q"], s["spread_sum"] = float(meta["q"]), float(meta["spread_sum"])
+        self.t = int(meta["t"])
+        s["n_feedback"] = int(meta["n_feedback"])
         for k in ("deficit", "var_sum", "r2sum", "r2n", "pending"):
             s[k] = float(g[k])
         for k in ARRAYS:

@@ -29,13 +29,13 @@ STATE = np.dtype([(k, np.float64) for k in (
 ARRAYS = ("lpos", "lcnt", "psum", "last_dev", "last_shat", "csum")
 
 
-def params_record(router_config: Any) -> np.ndarray:
-    """One-element PARAMS array from a RouterConfig (alpha, c, the V schedule) and its
-    GuardedConfig (V and guard_q: -1 means none)."""
-    cfg, g = router_config, router_config.guarded
+def params_record(alpha: float, g: Any) -> np.ndarray:
+    """One-element PARAMS array from the SLA level and a GuardedConfig (V and guard_q:
+    -1 means none)."""
+    cfg = g
     out = np.zeros(1, PARAMS)
     r = out[0]
-    r["alpha"], r["c"], r["q_max"], r["eps"] = cfg.alpha, cfg.c, cfg.q_max, cfg.eps
+    r["alpha"], r["c"], r["q_max"], r["eps"] = alpha, cfg.c, cfg.q_max, cfg.eps
     r["V"] = -1.0 if cfg.V is None else cfg.V
     r["guard_q"] = -1.0 if g.guard_q is None else g.guard_q
     for k in ("v_scale", "text_weight", "optimism", "margin_z", "prior_strength", "horizon", "pessimism",

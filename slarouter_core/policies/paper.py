@@ -10,14 +10,16 @@ call them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 from numba import njit
 
 from ..feedback import NO_FEEDBACK
-from ..predictor import SatisfactionPredictor
-from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyStep
+from ..predictor import PredictorConfig, SatisfactionPredictor
+from ..validation import check_number, check_optional_number
+from .base import DRAW_PAGE, BlockTrace, PendingFeedback, Policy, PolicyConfig, PolicyInfo, PolicyStep, int_state
 from .schedule import data_driven_v, exploration_probability, v_at
 
 _jit = njit(cache=True, nogil=True)
@@ -69,11 +71,54 @@ def _queue_kernel(q, alpha, explore, m_explore, v, costs, S, feedback,
     return q
 
 
-class PredictorPolicy:
-    """What the paper and guarded policies share: a satisfaction predictor (with its
-    buffer's random stream) and the V schedule of the drift-plus-penalty rule."""
+@dataclass(frozen=True)
+class PaperConfig(PolicyConfig):
+    """Algorithm 1's settings: ``c`` the exploration schedule, ``V`` the cost weight of
+    the drift-plus-penalty rule (fixed when given, otherwise data-driven
+    ``V = q_max * eps / DeltaC`` with DeltaC the running mean cost gap between the
+    cheapest and the most expensive model, in the cost unit of the data), ``predictor``
+    the satisfaction predictor's."""
 
-    config: Any
+    c: float = 0.1
+    V: float | None = None
+    q_max: float = 30.0
+    eps: float = 0.001
+    predictor: PredictorConfig = field(default_factory=PredictorConfig)
+
+    def __post_init__(self) -> None:
+        check_number("c", self.c, low=0.0)
+        check_optional_number("V", self.V, low=0.0, low_open=True)
+        if self.V is None:
+            for name in ("q_max", "eps"):
+                check_number(name, getattr(self, name), low=0.0, low_open=True)
+        if isinstance(self.predictor, dict):
+            object.__setattr__(self, "predictor", PredictorConfig(**self.predictor))
+        if not isinstance(self.predictor, PredictorConfig):
+            raise TypeError("predictor must be a PredictorConfig")
+
+    @property
+    def data_driven_v(self) -> bool:
+        return self.V is None
+
+
+def predictor_streams(seed: int, n_models: int, dim: int, config: PredictorConfig
+                      ) -> tuple[SatisfactionPredictor, np.random.Generator]:
+    """The predictor and its replay buffer's random stream, from children 2 and 1 of the
+    router's seed (child 0 is the router's step draws)."""
+    predictor_ss = np.random.SeedSequence(int(seed), spawn_key=(2,))
+    buffer_ss = np.random.SeedSequence(int(seed), spawn_key=(1,))
+    predictor = SatisfactionPredictor(dim, n_models, config,
+                                      seed=int(predictor_ss.generate_state(1, np.uint64)[0]))
+    return predictor, np.random.Generator(np.random.PCG64(buffer_ss))
+
+
+class PredictorPolicy(Policy):
+    """What the paper and guarded policies share: a satisfaction predictor (with its
+    buffer's random stream), the V schedule of the drift-plus-penalty rule, and a batched
+    path."""
+
+    BLOCK_PATH = True
+    config: PaperConfig
     predictor: SatisfactionPredictor
     buffer_rng: np.random.Generator
     spread_sum: float
@@ -101,17 +146,21 @@ class PaperPolicy(PredictorPolicy):
     """State and rule of ``mode="paper"``: the queue, the cost-gap sum behind V, the
     predictor and its buffer's random stream."""
 
+    config_cls = PaperConfig
+    info = PolicyInfo(
+        label="paper",
+        help="Algorithm 1 as published.",
+        queue_title="virtual queue Q", color="#d6402f", claims_bound=False, explored_labels_only=True)
     #: the paper's protocol: a judge verdict where the user gave none is used as a label
     JUDGE_USE = "label"
 
-    def __init__(self, config: Any, n_models: int, dim: int, predictor: SatisfactionPredictor,
-                 buffer_rng: np.random.Generator):
-        self.config = config  # RouterConfig: alpha, c and the V schedule
-        self.alpha = float(config.alpha)
+    def __init__(self, config: PaperConfig, alpha: float, n_models: int, dim: int, seed: int = 0,
+                 stream_length: int | None = None):
+        self.config = config
+        self.alpha = float(alpha)
         self.M = int(n_models)
         self.D = int(dim)
-        self.predictor = predictor
-        self.buffer_rng = buffer_rng
+        self.predictor, self.buffer_rng = predictor_streams(seed, self.M, self.D, config.predictor)
         self.q = 0.0
         self.spread_sum = 0.0
         self.n_feedback = 0
@@ -121,6 +170,8 @@ class PaperPolicy(PredictorPolicy):
         self._pred_cache: tuple[int, int, np.ndarray] | None = None
 
     # -- what the router reads ------------------------------------------------------
+    learns_from_every_label = False  # the predictor learns from explored steps only
+
     def decision_queue(self) -> float:
         return self.q
 
@@ -144,9 +195,13 @@ class PaperPolicy(PredictorPolicy):
         return PolicyStep(t=t, model=m, explored=bool(explore), p_explore=p, shat=shat, q=self.q, v=v,
                           shat_served=float(shat[m]), blind=bool(explore))
 
-    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None) -> float:
+    def update(self, step: PolicyStep, x: np.ndarray, feedback: float | None,
+               judge: float | None = None) -> float:
         """The queue step with the feedback (or the prediction when there is none); the
-        predictor learns from explored steps only. Returns the s the queue used."""
+        predictor learns from explored steps only. A judge's verdict where the user gave
+        none counts as the feedback (the paper's protocol). Returns the s the queue used."""
+        if feedback is None and judge is not None:
+            feedback = judge
         s = float(feedback) if feedback is not None else step.shat_served
         self.q = float(queue_step(self.q, self.alpha, s))
         if feedback is not None:
@@ -201,7 +256,7 @@ class PaperPolicy(PredictorPolicy):
             if stop <= start:
                 continue
             S = self._segment_predictions(X, feedback, start, stop, t0, draws)
-            q = _queue_kernel(q, cfg.alpha, explore[start:stop], m_explore[start:stop], v[start:stop],
+            q = _queue_kernel(q, self.alpha, explore[start:stop], m_explore[start:stop], v[start:stop],
                               costs_n[start:stop], S, fb_n[start:stop],
                               model[start:stop], shat_served[start:stop], s_used[start:stop],
                               q_after[start:stop])
@@ -257,17 +312,15 @@ class PaperPolicy(PredictorPolicy):
 
     # -- checkpoints --------------------------------------------------------------------
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Top-level keys of the router checkpoint (its v1 layout)."""
-        meta = {"q": repr(self.q), "spread_sum": repr(self.spread_sum),
+        meta = {"q": repr(self.q), "spread_sum": repr(self.spread_sum), "t": self.t, "n_feedback": self.n_feedback,
                 "buffer_rng": self.buffer_rng.bit_generator.state, "predictor": self.predictor.state_meta()}
         arrays = self.predictor.state_arrays()
         arrays.update(self.pending.to_arrays(self.D))
         return meta, arrays
 
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        from .base import int_state
-
         self.q = float(meta["q"])
+        self.t, self.n_feedback = int(meta["t"]), int(meta["n_feedback"])
         self.spread_sum = float(meta["spread_sum"])
         self.buffer_rng.bit_generator.state = int_state(meta["buffer_rng"])
         self.predictor = SatisfactionPredictor.from_state(meta["predictor"], arrays)

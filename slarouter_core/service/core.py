@@ -1,5 +1,5 @@
-"""The routing service's state, independent of HTTP: embed, decide, account, feedback,
-checkpoints.
+"""The routing service's state, independent of HTTP: embed, decide, account, feedback;
+checkpoints and journal replay in :mod:`.persistence`, the small records in :mod:`.records`.
 
 The router is not thread-safe: :meth:`RoutingService.route` runs ``decide`` and
 ``observe(decision, None)`` together under one lock (so a decision is never pending
@@ -23,7 +23,6 @@ accounting is refused.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import math
@@ -35,51 +34,31 @@ import time
 import uuid
 from collections import OrderedDict, deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..encoders import DEFAULT_ENCODER_THREADS, TextEncoder
+from ..policies.registry import DEFAULT_POLICY
 from ..router import LATE_WINDOW, RouterConfig, SLARouter
 from ..validation import check_choice, check_int, check_number
-from .journal import JOURNAL_FILE, Journal, private_file
+from .journal import JOURNAL_FILE, Journal
+from .persistence import Persistence
+from .records import (CHARS_PER_TOKEN, MAX_EMBED_BATCH, Z90, Breaker, FeedbackError, ModelStats, Ticket, b64_vector,
+                      clean_usage, embeddable, wilson_lower)
 from .onnx_encoder import RUNTIMES, service_encoder
 from .zoo import Zoo
 
 log = logging.getLogger("slarouter.service")
-#: the router checkpoint of an old ledger that does not name its file
-ROUTER_FILE = "router.safetensors"
-LEDGER_FILE = "service.json"
-LEDGER_FORMAT = "slarouter-service-v1"
-#: characters per token for the prompt-size estimate used in the cost of a decision
-CHARS_PER_TOKEN = 4.0
-#: one-sided 90% normal quantile (the router's certified bound uses the same)
-Z90 = 1.2816
-#: most texts one embedding batch takes from the waiting requests
-MAX_EMBED_BATCH = 32
-#: characters of a prompt that are embedded: the encoder truncates at 256 tokens anyway,
-#: and this bounds the tokenizer's work on a huge prompt
-MAX_EMBED_CHARS = 8192
-#: largest token count a backend may report (more is a broken figure)
-MAX_USAGE_TOKENS = 100_000_000
-
-
-class FeedbackError(Exception):
-    """Feedback that cannot be used; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, status: int, message: str):
-        self.status = status
-        super().__init__(message)
-
 
 @dataclass(frozen=True)
 class ServiceConfig:
     """Settings of one service replica (validated on construction)."""
 
     alpha: float
-    mode: str = "paper"
+    mode: str = DEFAULT_POLICY
     encoder: str = "minilm"
     state_dir: str | None = None
     checkpoint_every_s: float = 30.0
@@ -116,84 +95,7 @@ class ServiceConfig:
         return RouterConfig(alpha=self.alpha, mode=self.mode)
 
 
-@dataclass
-class Ticket:
-    """One routed request: what the router chose and the order to try the backends in."""
-
-    request_id: str
-    t: int
-    model: int
-    explored: bool
-    order: tuple[int, ...]
-    est_costs: tuple[float, ...] = ()
-    text: str = ""
-    started: float = field(default_factory=time.perf_counter)
-
-
-@dataclass
-class ModelStats:
-    chosen: int = 0
-    served: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usage_reports: int = 0
-    cost: float = 0.0
-    thumbs_up: int = 0
-    thumbs_down: int = 0
-
-
-@dataclass
-class Breaker:
-    """A model's circuit: ``failures`` in a row; open (skipped) until ``open_until``."""
-
-    failures: int = 0
-    open_until: float = 0.0
-    opened: int = 0
-
-    def is_open(self, now: float) -> bool:
-        return now < self.open_until
-
-
-def clean_usage(usage: Any) -> tuple[int, int] | None:
-    """(prompt, completion) tokens of a backend's ``usage``, or None if it is missing or
-    not two integers in [0, MAX_USAGE_TOKENS] (a broken figure must not reach the router)."""
-    if not isinstance(usage, dict):
-        return None
-    out = []
-    for k in ("prompt_tokens", "completion_tokens"):
-        v = usage.get(k, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_USAGE_TOKENS:
-            return None
-        out.append(v)
-    return out[0], out[1]
-
-
-def embeddable(text: str) -> str:
-    """The part of a prompt the encoder sees: at most MAX_EMBED_CHARS characters, lone
-    surrogates (valid JSON, not valid Unicode text) replaced so the tokenizer takes it."""
-    t = text[:MAX_EMBED_CHARS]
-    return t.encode("utf-8", "replace").decode("utf-8")
-
-
-def _b64(x: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(x, np.float32).tobytes()).decode()
-
-
-def _unb64(s: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(s), np.float32).copy()
-
-
-def wilson_lower(pos: float, n: float, z: float = Z90) -> float:
-    """One-sided Wilson lower bound of a proportion (NaN without data)."""
-    if n <= 0:
-        return math.nan
-    p = pos / n
-    d = 1 + z * z / n
-    return (p + z * z / (2 * n) - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d
-
-
-class RoutingService:
+class RoutingService(Persistence):
     """Router + encoder + accounting + journal for one replica; thread-safe."""
 
     def __init__(self, zoo: Zoo, config: ServiceConfig, encoder: TextEncoder | None = None):
@@ -371,7 +273,7 @@ class RoutingService:
             told = self._told_costs(costs, now)
             d = self.router.decide(x, told)
             self.router.observe(d, None)
-            self._log("route", {"rid": rid, "t": d.t, "model": d.model, "x": _b64(x),
+            self._log("route", {"rid": rid, "t": d.t, "model": d.model, "x": b64_vector(x),
                                 "costs": [float(c) for c in told], "owner": owner})
             self._apply_route(rid, d, owner)
             self.timings.append((embed_s, time.perf_counter() - t2, t2 - t1))
@@ -619,139 +521,6 @@ class RoutingService:
                 "history": rows,
             }
         return json.loads(json.dumps(out))  # a deep copy, plain JSON types
-
-    # -- checkpoints ------------------------------------------------------------------
-    def checkpoint(self) -> Path | None:
-        """Router (safetensors) and ledger (JSON), as one atomic step: the router goes to a
-        new file named by the ledger, and replacing the ledger is the commit; the journal
-        then drops the events the checkpoint holds. Files are 0600."""
-        d = self.state_dir
-        if d is None:
-            return None
-        d.mkdir(parents=True, exist_ok=True)
-        with self._io_lock:
-            with self._lock:
-                seq = self.journal.last_seq() if self.journal is not None else 0
-                router_name = f"router-{seq:012d}-{uuid.uuid4().hex[:8]}.safetensors"
-                tmp_router = d / f".{router_name}.tmp"
-                private_file(tmp_router)
-                self.router.save(tmp_router)
-                doc = {"format": LEDGER_FORMAT, "t": self.router.t, "zoo": list(self.zoo.names),
-                       "encoder": self.encoder.spec, "dim": int(self.encoder.dim),
-                       "mode": self.router.config.mode, "alpha": self.router.config.alpha,
-                       "router_file": router_name, "journal_seq": seq,
-                       "requests": [[k, *v] for k, v in self.requests.items()],
-                       "stats": [s.__dict__ for s in self.stats], "failed_requests": self.failed_requests,
-                       "usage_rejected": self.usage_rejected, "judge": dict(self.judge),
-                       "plug_sum": self.plug_sum, "last_v": _num(self.last_v)}
-                payload = json.dumps(doc, allow_nan=False)
-            os.replace(tmp_router, d / router_name)
-            tmp_ledger = d / f".{LEDGER_FILE}.{os.getpid()}.tmp"
-            private_file(tmp_ledger)
-            tmp_ledger.write_text(payload)
-            os.replace(tmp_ledger, d / LEDGER_FILE)  # the commit point
-            for old in d.glob("router*.safetensors"):
-                if old.name != router_name:
-                    old.unlink(missing_ok=True)
-            if self.journal is not None:
-                self.journal.truncate(seq)
-        return d
-
-    def restore(self) -> bool:
-        """Load the state folder's checkpoint if there is one (errors name the mismatch),
-        then replay the journal's events after it."""
-        d = self.state_dir
-        lp = d / LEDGER_FILE
-        seq = 0
-        if lp.exists():
-            seq = self._load_checkpoint(d, lp)
-        elif (d / ROUTER_FILE).exists():
-            raise ValueError(f"{d}: incomplete checkpoint ({ROUTER_FILE} without {LEDGER_FILE})")
-        n = self._replay(seq)
-        self.restored = lp.exists() or n > 0
-        return self.restored
-
-    def _load_checkpoint(self, d: Path, lp: Path) -> int:
-        try:
-            doc = json.loads(lp.read_text(), parse_constant=_no_constant)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{lp}: not a service ledger ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != LEDGER_FORMAT:
-            raise ValueError(f"{lp}: not a service ledger (format {doc.get('format') if isinstance(doc, dict) else None!r})")
-        problems = []
-        if doc["zoo"] != list(self.zoo.names):
-            problems.append(f"models {doc['zoo']} (now {list(self.zoo.names)})")
-        if doc["encoder"] != self.encoder.spec or doc["dim"] != int(self.encoder.dim):
-            problems.append(f"encoder {doc['encoder']} (now {self.encoder.spec})")
-        if doc["mode"] != self.config.mode or doc["alpha"] != self.config.alpha:
-            problems.append(f"mode {doc['mode']} at alpha {doc['alpha']} (now {self.config.mode} at "
-                            f"{self.config.alpha})")
-        if problems:
-            raise ValueError(f"{d} holds a checkpoint made with other settings: " + "; ".join(problems)
-                             + ". Start with the same settings or point --state-dir at a new folder.")
-        bad = [f"model {self.zoo.names[j] if j < len(self.zoo) else j} {k} = {v!r}"
-               for j, st in enumerate(doc["stats"]) for k, v in st.items()
-               if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0]
-        if not isinstance(doc.get("plug_sum"), (int, float)) or not math.isfinite(doc["plug_sum"]):
-            bad.append(f"plug_sum = {doc.get('plug_sum')!r}")
-        if bad:
-            raise ValueError(f"{lp}: refusing a checkpoint with negative or non-finite accounting ("
-                             + "; ".join(bad[:5]) + "). Restore an older copy of the state folder or start a "
-                             "new one.")
-        rp = d / doc.get("router_file", ROUTER_FILE)
-        if not rp.exists():
-            raise ValueError(f"{d}: incomplete checkpoint: the ledger names {rp.name}, which is missing")
-        router = SLARouter.load(rp)
-        if router.t != doc["t"]:
-            raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
-        self.router = router
-        self.requests = OrderedDict((row[0], (list(row[1:]) + [None, None])[:8]) for row in doc["requests"])
-        self.stats = [ModelStats(**s) for s in doc["stats"]]
-        self.failed_requests = int(doc["failed_requests"])
-        self.usage_rejected = int(doc.get("usage_rejected", 0))
-        self.judge.update(doc.get("judge", {}))
-        self.plug_sum = float(doc["plug_sum"])
-        self.last_v = math.nan if doc["last_v"] is None else float(doc["last_v"])
-        return int(doc.get("journal_seq", 0))
-
-    def _replay(self, seq: int) -> int:
-        """Apply the journal's events after ``seq`` (what the last checkpoint misses)."""
-        n = 0
-        if self.journal is not None:
-            for _, kind, ev in self.journal.after(seq):
-                n += 1
-                if kind == "route":
-                    d = self.router.decide(_unb64(ev["x"]), np.asarray(ev["costs"], np.float64))
-                    self.router.observe(d, None)
-                    if d.t != ev["t"] or d.model != ev["model"]:
-                        log.warning("journal replay: step %d chose model %d, the journal says %d at step %d",
-                                    d.t, d.model, ev["model"], ev["t"])
-                    self._apply_route(ev["rid"], d, ev.get("owner"))
-                elif kind == "complete":
-                    self._apply_complete(ev)
-                elif kind == "fail":
-                    self._apply_fail(ev)
-                elif kind == "failure":
-                    self.stats[ev["model"]].failures += 1
-                elif kind == "feedback":
-                    rec = self.requests.get(ev["rid"])
-                    if rec is not None and rec[4] is None:
-                        try:
-                            self.router.late_feedback(rec[0], ev["f"])
-                        except KeyError:
-                            continue
-                        self._apply_feedback(ev, rec)
-                elif kind == "judge":
-                    self._apply_judge(ev)
-        for rec in self.requests.values():
-            if rec[3] == "routing":  # in flight when the service stopped: nothing was served
-                rec[3] = "failed"
-        self.replayed = n
-        return n
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _timings(rows) -> dict:

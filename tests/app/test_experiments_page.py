@@ -46,7 +46,8 @@ def test_comparison_table_chart_and_exports():
     assert set(rows["seed"]) == {42, 7}
     assert set(rows["benchmark"]) == {"arithmetic", "coding", "history", "science"}
     mine = rows[rows["method"] == "SLARouter (sidebar settings: contextual)"]
-    assert len(mine) == 8 and {json.loads(p)["c"] for p in mine["params"]} == {0.3}
+    # the sidebar's router is contextual, which takes none of the sidebar's c and V settings
+    assert len(mine) == 8 and all(json.loads(p) == {"mode": "contextual"} for p in mine["params"])
     assert {m for m in rows["method"] if m.endswith(" only")} == {
         "tiny-1b only", "small-8b only", "medium-32b only", "large-70b only"}
     # the paper's Table 2 is still there (in an expander)

@@ -32,12 +32,13 @@ def test_widgets_change_what_the_simulation_receives():
     at.number_input(key="w_tick").set_value(150).run()
     at.button(key="w_step").click().run()
     live = at.session_state.live
-    cfg = live.sim.config
+    cfg = live.sims["paper"].config  # c and V are the paper's rule's settings (contextual takes neither)
     assert (cfg.router.alpha, cfg.router.c, cfg.router.V, cfg.feedback_rate, cfg.seed) == (0.7, 0.3, 2e-5, 0.5, 3)
+    assert live.sims["contextual"].config.router.alpha == 0.7
     assert live.t == 150
     assert (at.metric[0].label, at.metric[0].value) == ("Served (of 3,000)", "150")
     at.radio(key="w_vmode").set_value("data-driven").run()
-    assert at.session_state.live.sim.config.router.V is None
+    assert at.session_state.live.sims["paper"].config.router.V is None
     assert at.session_state.live.t == 0  # new settings: a new run
 
 

@@ -234,3 +234,9 @@ def test_simulate_with_judge_fill_in_and_a_budget_without_it(data_path, tmp_path
     assert (rows["judge_calls"] > 0).all() and (rows["judge_cost"] > 0).all()
     assert main(["simulate", *_common(data_path, tmp_path), "--alpha", "0.6", "--judge-budget", "0.5"]) == 2
     assert "add --judge-fill" in capsys.readouterr().err
+
+
+def test_simulate_refuses_settings_its_mode_does_not_take(data_path, tmp_path, capsys):
+    """c and the V schedule are Algorithm 1's: the contextual mode would ignore them."""
+    rc = main(["simulate", *_common(data_path, tmp_path), "--alpha", "0.6", "--mode", "contextual", "--c", "0.3"])
+    assert rc == 2 and "--c does not apply to --mode contextual" in capsys.readouterr().err

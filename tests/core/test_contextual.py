@@ -36,7 +36,7 @@ def zoo(n: int, acc_easy, acc_hard, cost, seed: int = 0, dim: int = 8):
 
 
 def contextual(alpha: float, **kw) -> RouterConfig:
-    return RouterConfig(alpha=alpha, mode="contextual", contextual=ContextualConfig(**kw))
+    return RouterConfig(alpha=alpha, mode="contextual", settings=ContextualConfig(**kw))
 
 
 def static_cost(data, alpha: float) -> float:
@@ -205,7 +205,7 @@ def test_checkpoint_with_non_finite_state_does_not_load(tmp_path):
     p = r.save(tmp_path / "c.safetensors")
     with safe_open(str(p), framework="numpy") as fh:
         meta = json.loads(fh.metadata()["slarouter"])
-    meta["contextual"]["certificate"]["dr"] = "nan"
+    meta["policy"]["certificate"]["dr"] = "nan"
     save_file(load_file(str(p)), str(p), metadata={"slarouter": json.dumps(meta)})
     with pytest.raises(ValueError, match="not finite"):
         SLARouter.load(p)
@@ -239,14 +239,14 @@ def test_contextual_settings_only_with_contextual_mode():
     with pytest.raises(ValueError, match="only to mode='contextual'"):
         RouterConfig(alpha=0.7, mode="guarded", contextual=ContextualConfig(delta=0.01))
     cfg = RouterConfig.from_dict(contextual(0.7, delta=0.01).to_dict())
-    assert cfg.contextual.delta == 0.01 and cfg.mode == "contextual"
+    assert cfg.settings.delta == 0.01 and cfg.mode == "contextual"
 
 
 def test_contextual_settings_may_be_given_flat_as_a_method_spec_gives_them():
     cfg = RouterConfig.from_dict({"alpha": 0.7, "mode": "contextual", "clusters": 0, "delta": 0.1,
                                   "guarantee": "anytime"})
-    assert cfg.contextual == ContextualConfig(clusters=0, delta=0.1, guarantee="anytime")
-    assert cfg.with_settings(clusters=4).contextual == ContextualConfig(clusters=4, delta=0.1, guarantee="anytime")
+    assert cfg.settings == ContextualConfig(clusters=0, delta=0.1, guarantee="anytime")
+    assert cfg.with_settings(clusters=4).settings == ContextualConfig(clusters=4, delta=0.1, guarantee="anytime")
     with pytest.raises(ValueError, match="only to mode='contextual'"):
         RouterConfig.from_dict({"alpha": 0.7, "mode": "paper", "clusters": 5})
 

@@ -62,7 +62,9 @@ def test_data_spec_needs_a_path_for_files():
 def test_router_config_follows_settings(small):
     data, _ = small
     cfg = RunSettings().router_config(data)
-    assert cfg.alpha == midpoint_alpha(data) and cfg.V is None
+    # the default router (contextual) takes none of the sidebar's c and V settings
+    assert cfg.alpha == midpoint_alpha(data) and not hasattr(cfg.settings, "V") and not hasattr(cfg.settings, "c")
+    assert RunSettings(mode="paper").router_config(data).V is None
     cfg = RunSettings(alpha=0.6, fixed_v=True, V=3e-4, c=0.5, mode="guarded").router_config(data)
     assert (cfg.alpha, cfg.V, cfg.c, cfg.mode) == (0.6, 3e-4, 0.5, "guarded")
 

@@ -184,7 +184,7 @@ def test_default_mode_is_paper_and_settings_of_another_mode_are_refused():
         RouterConfig.from_dict({"alpha": 0.5, "margin": 1.0})
     # flat guarded settings land in the guarded config, and round-trip through to_dict
     cfg = RouterConfig.from_dict({"alpha": 0.5, "mode": "guarded", "policy": "mixture", "margin_z": 1.0})
-    assert cfg.guarded == GuardedConfig(policy="mixture", margin_z=1.0)
+    assert cfg.settings == GuardedConfig(policy="mixture", margin_z=1.0)
     assert RouterConfig.from_dict(cfg.to_dict()) == cfg
 
 
@@ -502,12 +502,12 @@ def _rewrite_checkpoint(path, edit_meta=None, edit_tensors=None):
 
 
 @pytest.mark.parametrize("edit", [
-    dict(edit_meta=lambda m: m.update(q="nan")),
-    dict(edit_meta=lambda m: m.update(q="inf")),
-    dict(edit_meta=lambda m: m.update(spread_sum="-inf")),
-    dict(edit_meta=lambda m: m["guarded"].update(deficit="nan")),
-    dict(edit_meta=lambda m: m["guarded"]["lpos"].__setitem__(0, "nan")),
-    dict(edit_tensors=lambda t: t[min(k for k in t if k.startswith("predictor.param."))].reshape(-1).__setitem__(
+    dict(edit_meta=lambda m: m["policy"].update(q="nan")),
+    dict(edit_meta=lambda m: m["policy"].update(q="inf")),
+    dict(edit_meta=lambda m: m["policy"].update(spread_sum="-inf")),
+    dict(edit_meta=lambda m: m["policy"]["guarded"].update(deficit="nan")),
+    dict(edit_meta=lambda m: m["policy"]["guarded"]["lpos"].__setitem__(0, "nan")),
+    dict(edit_tensors=lambda t: t[min(k for k in t if k.startswith("policy.predictor.param."))].reshape(-1).__setitem__(
         0, np.inf)),
 ])
 def test_checkpoint_with_non_finite_state_does_not_load(tmp_path, edit):
@@ -576,8 +576,8 @@ def test_late_window_drops_the_oldest_steps_first(monkeypatch):
 EVERY_POLICY = {
     "paper": RouterConfig(alpha=0.6, c=0.5),
     "guarded": RouterConfig(alpha=0.6, mode="guarded"),
-    "guarded-mixture": RouterConfig(alpha=0.6, mode="guarded", guarded=GuardedConfig(policy="mixture")),
-    "guarded-thompson": RouterConfig(alpha=0.6, mode="guarded", guarded=GuardedConfig(policy="thompson")),
+    "guarded-mixture": RouterConfig(alpha=0.6, mode="guarded", settings=GuardedConfig(policy="mixture")),
+    "guarded-thompson": RouterConfig(alpha=0.6, mode="guarded", settings=GuardedConfig(policy="thompson")),
     "contextual": RouterConfig(alpha=0.6, mode="contextual"),
 }
 

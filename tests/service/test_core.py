@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from slarouter_core.encoders import HashingEncoder
-from slarouter_core.router import MODES
+from slarouter_core.router import policy_names
 from slarouter_core.service.core import FeedbackError, RoutingService, ServiceConfig, wilson_lower
 from slarouter_core.service.zoo import Zoo, ZooModel
 
@@ -50,7 +50,7 @@ def test_config_is_validated(kw, match):
 
 
 def test_every_router_mode_is_offered():
-    for mode in MODES:
+    for mode in policy_names():
         assert ServiceConfig(alpha=0.8, mode=mode).router_config().mode == mode
 
 
@@ -102,7 +102,7 @@ def test_route_is_safe_from_many_threads():
     assert ts == list(range(1, 201)) and svc.router.t == 200
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", policy_names())
 def test_a_crash_loses_nothing_the_journal_replays_every_event(tmp_path, mode):
     """Decisions, answers, thumbs and failures after the last checkpoint come back from
     the journal, and the router goes on exactly as the one that never crashed."""

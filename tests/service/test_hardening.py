@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from slarouter_core.encoders import HashingEncoder
-from slarouter_core.service.core import LEDGER_FILE, RoutingService, ServiceConfig
+from slarouter_core.service.core import RoutingService, ServiceConfig
+from slarouter_core.service.persistence import LEDGER_FILE
 from tests.service.conftest import KEY, OTHER_KEY, make_zoo
 
 USER = [{"role": "user", "content": "hello there"}]

@@ -9,8 +9,8 @@ import math
 import httpx
 import pytest
 
-from slarouter_core.router import MODES
-from slarouter_core.service.core import LEDGER_FILE
+from slarouter_core.router import policy_names
+from slarouter_core.service.persistence import LEDGER_FILE
 from tests.service.conftest import BACKENDS, calls, make_zoo
 
 PROMPTS = [f"question {i}: " + " ".join(["word"] * (3 + i % 5)) for i in range(40)]
@@ -190,7 +190,7 @@ def test_concurrent_requests_are_all_routed_once(running):
     assert codes == [200] * 24
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", policy_names())
 def test_restart_restores_state_and_pending_feedback(running, backends, tmp_path, mode):
     state = tmp_path / "state"
     svc = running(mode=mode, state_dir=str(state))

@@ -24,16 +24,16 @@ def test_slarouter_method_is_the_simulator(split):
     np.testing.assert_equal(dataclasses.asdict(r.summary), dataclasses.asdict(sim.summary()))
     assert np.all(r.info["final_v"] == 1e-3)
     ddv = B.slarouter_router(stream, semb, ALPHA, 5, RATE)
-    assert ddv.info["config"]["V"] is None
+    assert ddv.info["config"]["settings"]["V"] is None
     with pytest.raises(ValueError, match="bad SLARouter parameter"):
         B.slarouter_router(stream, semb, ALPHA, 5, RATE, not_a_field=1)
     with pytest.raises(ValueError, match="mode"):
         B.slarouter_router(stream, semb, ALPHA, 5, RATE, mode="no-such-mode")
     # nested configs arrive as JSON dicts
     nested = B.slarouter_router(stream, semb, ALPHA, 5, RATE, V=1e-3, predictor={"lr": 0.05})
-    assert nested.info["config"]["predictor"]["lr"] == 0.05
+    assert nested.info["config"]["settings"]["predictor"]["lr"] == 0.05
     plain = B.slarouter_router(stream, semb, ALPHA, 5, RATE, V=1e-3)
-    assert plain.info["config"]["predictor"]["lr"] != 0.05
+    assert plain.info["config"]["settings"]["predictor"]["lr"] != 0.05
     assert not (np.array_equal(nested.model, plain.model) and np.array_equal(nested.q, plain.q))
     with pytest.raises(ValueError, match="bad SLARouter parameter"):
         B.check_params("slarouter", {"predictor": {"bogus": 1}})
@@ -49,6 +49,6 @@ def test_guarded_settings_are_method_params_and_refused_in_another_mode():
     from slarouter_core.router import GuardedConfig
 
     cfg = slarouter_configs(0.7, 0.2, 1, {"mode": "guarded", "margin_z": 1.0, "policy": "thompson"})
-    assert cfg.router.guarded == GuardedConfig(margin_z=1.0, policy="thompson")
+    assert cfg.router.settings == GuardedConfig(margin_z=1.0, policy="thompson")
     with pytest.raises(ValueError, match="bad SLARouter parameter.*apply only to mode='guarded'"):
         slarouter_configs(0.7, 0.2, 1, {"margin_z": 1.0})

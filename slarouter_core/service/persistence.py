@@ -1,0 +1,168 @@
+"""The routing service's durability: checkpoints (router safetensors + JSON ledger, one
+atomic step) and the replay of the SQLite journal's events after the last checkpoint.
+
+:class:`Persistence` is a part of :class:`.core.RoutingService` (it reads and writes the
+service's router, ledger and statistics under the service's locks)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from ..router import SLARouter
+from .journal import private_file
+from .records import ModelStats, unb64_vector
+
+log = logging.getLogger("slarouter.service")
+#: the router checkpoint of an old ledger that does not name its file
+ROUTER_FILE = "router.safetensors"
+LEDGER_FILE = "service.json"
+LEDGER_FORMAT = "slarouter-service-v1"
+
+
+class Persistence:
+    """Checkpoint, restore and journal replay of a :class:`.core.RoutingService`."""
+
+    def checkpoint(self) -> Path | None:
+        """Router (safetensors) and ledger (JSON), as one atomic step: the router goes to a
+        new file named by the ledger, and replacing the ledger is the commit; the journal
+        then drops the events the checkpoint holds. Files are 0600."""
+        d = self.state_dir
+        if d is None:
+            return None
+        d.mkdir(parents=True, exist_ok=True)
+        with self._io_lock:
+            with self._lock:
+                seq = self.journal.last_seq() if self.journal is not None else 0
+                router_name = f"router-{seq:012d}-{uuid.uuid4().hex[:8]}.safetensors"
+                tmp_router = d / f".{router_name}.tmp"
+                private_file(tmp_router)
+                self.router.save(tmp_router)
+                doc = {"format": LEDGER_FORMAT, "t": self.router.t, "zoo": list(self.zoo.names),
+                       "encoder": self.encoder.spec, "dim": int(self.encoder.dim),
+                       "mode": self.router.config.mode, "alpha": self.router.config.alpha,
+                       "router_file": router_name, "journal_seq": seq,
+                       "requests": [[k, *v] for k, v in self.requests.items()],
+                       "stats": [s.__dict__ for s in self.stats], "failed_requests": self.failed_requests,
+                       "usage_rejected": self.usage_rejected, "judge": dict(self.judge),
+                       "plug_sum": self.plug_sum, "last_v": _num(self.last_v)}
+                payload = json.dumps(doc, allow_nan=False)
+            os.replace(tmp_router, d / router_name)
+            tmp_ledger = d / f".{LEDGER_FILE}.{os.getpid()}.tmp"
+            private_file(tmp_ledger)
+            tmp_ledger.write_text(payload)
+            os.replace(tmp_ledger, d / LEDGER_FILE)  # the commit point
+            for old in d.glob("router*.safetensors"):
+                if old.name != router_name:
+                    old.unlink(missing_ok=True)
+            if self.journal is not None:
+                self.journal.truncate(seq)
+        return d
+
+    def restore(self) -> bool:
+        """Load the state folder's checkpoint if there is one (errors name the mismatch),
+        then replay the journal's events after it."""
+        d = self.state_dir
+        lp = d / LEDGER_FILE
+        seq = 0
+        if lp.exists():
+            seq = self._load_checkpoint(d, lp)
+        elif (d / ROUTER_FILE).exists():
+            raise ValueError(f"{d}: incomplete checkpoint ({ROUTER_FILE} without {LEDGER_FILE})")
+        n = self._replay(seq)
+        self.restored = lp.exists() or n > 0
+        return self.restored
+
+    def _load_checkpoint(self, d: Path, lp: Path) -> int:
+        try:
+            doc = json.loads(lp.read_text(), parse_constant=_no_constant)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{lp}: not a service ledger ({exc})") from None
+        if not isinstance(doc, dict) or doc.get("format") != LEDGER_FORMAT:
+            raise ValueError(f"{lp}: not a service ledger (format {doc.get('format') if isinstance(doc, dict) else None!r})")
+        problems = []
+        if doc["zoo"] != list(self.zoo.names):
+            problems.append(f"models {doc['zoo']} (now {list(self.zoo.names)})")
+        if doc["encoder"] != self.encoder.spec or doc["dim"] != int(self.encoder.dim):
+            problems.append(f"encoder {doc['encoder']} (now {self.encoder.spec})")
+        if doc["mode"] != self.config.mode or doc["alpha"] != self.config.alpha:
+            problems.append(f"mode {doc['mode']} at alpha {doc['alpha']} (now {self.config.mode} at "
+                            f"{self.config.alpha})")
+        if problems:
+            raise ValueError(f"{d} holds a checkpoint made with other settings: " + "; ".join(problems)
+                             + ". Start with the same settings or point --state-dir at a new folder.")
+        bad = [f"model {self.zoo.names[j] if j < len(self.zoo) else j} {k} = {v!r}"
+               for j, st in enumerate(doc["stats"]) for k, v in st.items()
+               if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0]
+        if not isinstance(doc.get("plug_sum"), (int, float)) or not math.isfinite(doc["plug_sum"]):
+            bad.append(f"plug_sum = {doc.get('plug_sum')!r}")
+        if bad:
+            raise ValueError(f"{lp}: refusing a checkpoint with negative or non-finite accounting ("
+                             + "; ".join(bad[:5]) + "). Restore an older copy of the state folder or start a "
+                             "new one.")
+        rp = d / doc.get("router_file", ROUTER_FILE)
+        if not rp.exists():
+            raise ValueError(f"{d}: incomplete checkpoint: the ledger names {rp.name}, which is missing")
+        router = SLARouter.load(rp)
+        if router.t != doc["t"]:
+            raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
+        self.router = router
+        self.requests = OrderedDict((row[0], (list(row[1:]) + [None, None])[:8]) for row in doc["requests"])
+        self.stats = [ModelStats(**s) for s in doc["stats"]]
+        self.failed_requests = int(doc["failed_requests"])
+        self.usage_rejected = int(doc.get("usage_rejected", 0))
+        self.judge.update(doc.get("judge", {}))
+        self.plug_sum = float(doc["plug_sum"])
+        self.last_v = math.nan if doc["last_v"] is None else float(doc["last_v"])
+        return int(doc.get("journal_seq", 0))
+
+    def _replay(self, seq: int) -> int:
+        """Apply the journal's events after ``seq`` (what the last checkpoint misses)."""
+        n = 0
+        if self.journal is not None:
+            for _, kind, ev in self.journal.after(seq):
+                n += 1
+                if kind == "route":
+                    d = self.router.decide(unb64_vector(ev["x"]), np.asarray(ev["costs"], np.float64))
+                    self.router.observe(d, None)
+                    if d.t != ev["t"] or d.model != ev["model"]:
+                        log.warning("journal replay: step %d chose model %d, the journal says %d at step %d",
+                                    d.t, d.model, ev["model"], ev["t"])
+                    self._apply_route(ev["rid"], d, ev.get("owner"))
+                elif kind == "complete":
+                    self._apply_complete(ev)
+                elif kind == "fail":
+                    self._apply_fail(ev)
+                elif kind == "failure":
+                    self.stats[ev["model"]].failures += 1
+                elif kind == "feedback":
+                    rec = self.requests.get(ev["rid"])
+                    if rec is not None and rec[4] is None:
+                        try:
+                            self.router.late_feedback(rec[0], ev["f"])
+                        except KeyError:
+                            continue
+                        self._apply_feedback(ev, rec)
+                elif kind == "judge":
+                    self._apply_judge(ev)
+        for rec in self.requests.values():
+            if rec[3] == "routing":  # in flight when the service stopped: nothing was served
+                rec[3] = "failed"
+        self.replayed = n
+        return n
+
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _num(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
