@@ -30,14 +30,11 @@ def paper_rule_alpha(accuracy: Sequence[float], cost: Sequence[float], spread: f
 
     One number is fitted (``spread``); the whole point and the cost order are choices.
     It recomputes 9 of the paper's 11 published alphas within 1 point from the published
-    single-model accuracies and misses BoolQ (+2 points) and LAMBADA (-2). No rule in the
-    families ``benchmarks/alpha_rule_search.py`` enumerates (anchors picked by range,
-    ratio, points, mean, median, knee or accuracy per cost; the anchor's value, the lowest
-    or mean from it up, points between it and the next cheaper model; whole-point and
-    5-point grids; offsets; zoo means, medians, cost-weighted means, the mixture frontier)
-    gets 10, nor does any linear rule in the accuracies, of any sign (2.25 points off at
-    best); tests/core/experiments/test_alpha.py shows why no rule that rises with every
-    model's accuracy and shifts with it can do all 11 (ARC Challenge against LAMBADA)."""
+    single-model accuracies and misses BoolQ (+2 points) and LAMBADA (-2). None of the
+    half a million rules ``benchmarks/alpha_rule_search.py`` enumerates gets 10, nor does
+    any linear rule in the accuracies (docs/EXPERIMENTS.md has the search; the tests
+    show why ARC Challenge and LAMBADA rule out every rule that rises and shifts with the
+    models' accuracies)."""
     acc = np.asarray(accuracy, np.float64)
     c = np.asarray(cost, np.float64)
     if acc.ndim != 1 or acc.shape != c.shape or not len(acc):
