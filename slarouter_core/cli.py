@@ -454,8 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="one stream over all selected benchmarks per dataset (needed by --feedback drift)")
     cmp_.add_argument("--alpha", default=None, nargs="+",
                       help="SLA level(s) in (0,1), or a rule per benchmark: 'midpoint' (default), 'paper' (the "
-                           "paper's rule for any zoo size: 1 point below what the cheapest model near the best and "
-                           "every dearer model reach) or 'medium' (1 point below the second most expensive "
+                           "paper's rule for any zoo size: the whole point below what the cheapest model near the best "
+                           "and the dearer ones near it reach) or 'medium' (1 point below the second most expensive "
                            "model); several = an alpha sweep")
     cmp_.add_argument("--history-fraction", type=float, default=0.2,
                       help="share of each benchmark held out as history for CARROT/Causal (default 0.2)")

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from slarouter_core import experiments as E
+from slarouter_core.experiments.alpha import PAPER_RULE_SPREAD
 
 
 def test_alpha_rules_and_the_seeds_met_rule():
@@ -59,31 +60,80 @@ def _published():
     return out
 
 
-#: the published alphas the inferred rule recomputes within 1 point (8 of 11); the other
-#: three cannot all be met by a rule that rises with the models' accuracy (next test)
-RULE_MISSES = {"gpqa", "lambada", "winogrande"}
+#: the published alphas the inferred rule misses by more than 1 point (2 of 11, by 2 points
+#: each); benchmarks/alpha_rule_search.py finds no rule in its families that gets 10
+RULE_MISSES = {"boolq", "lambada"}
 
 
 def test_the_paper_rule_recomputes_the_published_alphas_from_the_published_accuracies():
     errors = {}
     for key, (alpha, acc, cost) in _published().items():
-        errors[key] = abs(E.paper_rule_alpha(acc, cost) - alpha)
+        errors[key] = E.paper_rule_alpha(acc, cost) - alpha
     assert len(errors) == 11
-    within = {k for k, e in errors.items() if e <= 0.01 + 1e-9}
+    within = {k for k, e in errors.items() if abs(e) <= 0.01 + 1e-9}
     assert within == set(errors) - RULE_MISSES, errors
-    assert max(errors[k] for k in RULE_MISSES) <= 0.03 + 1e-9  # 2, 3 and 2 points off
+    assert errors["boolq"] == pytest.approx(0.02) and errors["lambada"] == pytest.approx(-0.02)
     # the rule does not read the order the models are listed in, only their costs
     acc, cost = _published()["acpbench"][1:]
-    assert E.paper_rule_alpha(acc[::-1], cost[::-1]) == E.paper_rule_alpha(acc, cost) == 0.65
+    assert E.paper_rule_alpha(acc[::-1], cost[::-1]) == E.paper_rule_alpha(acc, cost) == 0.66
     with pytest.raises(ValueError, match="one value per model"):
         E.paper_rule_alpha([0.5, 0.6], [1.0])
+    with pytest.raises(ValueError, match="finite"):
+        E.paper_rule_alpha([0.5, float("nan")], [1.0, 2.0])
+
+
+def _sensible(acc, cost):
+    """Alpha strictly between the worst and best model, and met by the cheapest model that
+    is within the rule's reach of the best (so the zoo can carry the SLA)."""
+    alpha = E.paper_rule_alpha(acc, cost)
+    acc = np.asarray(acc)
+    assert acc.min() < alpha < acc.max(), (acc, alpha)
+    order = np.argsort(cost, kind="stable")
+    reach = acc.max() - PAPER_RULE_SPREAD * (acc.max() - acc.min())
+    anchor = next(i for i in order if acc[i] >= reach)
+    assert acc[anchor] > alpha
+    return alpha
+
+
+def test_the_paper_rule_gives_a_sensible_alpha_on_synthetic_4_and_11_model_zoos():
+    rng = np.random.default_rng(21)
+    for n_models in (4, 11):
+        for _ in range(200):
+            acc = rng.uniform(0.2, 0.97, n_models).round(3)
+            if np.ptp(acc) < 0.005:
+                continue
+            _sensible(acc, rng.lognormal(0.0, 1.0, n_models))
+    # a dear model that is the worst does not drag alpha to it; models within a point of
+    # the worst get the midpoint, still strictly between
+    assert E.paper_rule_alpha([0.60, 0.70, 0.30], [1, 2, 3]) == 0.59
+    assert E.paper_rule_alpha([0.500, 0.505], [1, 2]) == 0.5025
+    # through the data: a 4-model synthetic zoo by name
+    from slarouter_core.data import from_frame
+    from tests.conftest import make_frame
+
+    data = from_frame(make_frame(n=400, models=("a", "b", "c", "d")))
+    assert E.resolve_alpha("paper", data) == _sensible(data.solved.mean(axis=0), data.costs.mean(axis=0))
+
+
+def test_the_paper_rule_gives_a_sensible_alpha_on_the_shared_llama_zoo(shared_data):
+    data = E.load_any(shared_data)
+    alphas = {}
+    for bench in sorted(set(data.benchmarks)):
+        one = data.select([bench])
+        alphas[bench] = _sensible(one.solved.mean(axis=0), np.asarray(one.costs).mean(axis=0))
+    assert len(alphas) == 9
+    # where the medium model is within reach of the large one, it is the anchor: alpha is
+    # the whole point below it (ARC Challenge: medium 54.4 %)
+    assert alphas["arc_challenge"] == 0.54
 
 
 def test_no_rule_rising_with_accuracy_meets_both_arc_challenge_and_lambada_within_1_point():
-    """Why 11 of 11 is out of reach: LAMBADA's accuracies are at most ``d`` above ARC
-    Challenge's, model by model, so any rule that rises with every accuracy and moves with
-    a common shift (as "1 point below model X" does) puts LAMBADA's alpha at most ``d``
-    above ARC Challenge's. The published alphas are further apart than that allows."""
+    """Why 11 of 11 is out of reach for a whole class of rules: LAMBADA's accuracies are at
+    most ``d`` above ARC Challenge's, model by model, so any rule that rises with every
+    accuracy and moves with a common shift (as "1 point below model X" does) puts
+    LAMBADA's alpha at most ``d`` above ARC Challenge's. The published alphas are further
+    apart than that allows. (Rules on grids, cost order or anchors are outside this
+    argument; benchmarks/alpha_rule_search.py searched those: none gets 10 of 11.)"""
     pub = _published()
     a_arc, acc_arc, _ = pub["arc_challenge"]
     a_lam, acc_lam, _ = pub["lambada"]
@@ -91,3 +141,19 @@ def test_no_rule_rising_with_accuracy_meets_both_arc_challenge_and_lambada_withi
     highest_arc = a_arc + 0.01  # within 1 point of ARC Challenge's published alpha
     lowest_lam = a_lam - 0.01  # within 1 point of LAMBADA's
     assert highest_arc + d < lowest_lam
+
+
+def test_no_linear_rule_in_the_accuracies_meets_all_11_within_1_point():
+    """Any weights on the four models (in cost order, of any sign) plus a constant, fitted
+    to the 11 published alphas themselves: the best fit is still over 2 points off on one."""
+    from scipy.optimize import linprog
+
+    pub = list(_published().values())
+    n = len(pub[0][1])
+    a_ub, b_ub = [], []
+    for alpha, acc, _ in pub:  # |w.acc + b - alpha| <= e, minimise e
+        a_ub += [np.r_[acc, 1.0, -1.0], np.r_[-np.asarray(acc), -1.0, -1.0]]
+        b_ub += [alpha, -alpha]
+    res = linprog(np.r_[np.zeros(n + 1), 1.0], A_ub=np.array(a_ub), b_ub=b_ub,
+                  bounds=[(None, None)] * (n + 1) + [(0, None)])
+    assert res.status == 0 and res.x[-1] > 0.02
