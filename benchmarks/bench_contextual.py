@@ -68,8 +68,9 @@ from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa:
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.experiments import load_any, parse_method, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
-from slarouter_core.policies.contextual import (_PRICE_CAP, CONTEXTUAL_SWITCHES,  # noqa: E402
-                                                ContextualConfig, fit_multitask_logistic, price_for_target)
+from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES, ContextualConfig  # noqa: E402
+from slarouter_core.policies.text_model import PRICE_CAP as _PRICE_CAP  # noqa: E402
+from slarouter_core.policies.text_model import fit_multitask_logistic, price_for_target  # noqa: E402
 from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter  # noqa: E402
 from slarouter_core.simulator import SimulationConfig, simulate, stream_plan_full  # noqa: E402
 from slarouter_core.synthetic import (SPECIALIST_MODELS, demo_difficulty, generate_demo_frame,  # noqa: E402

@@ -202,31 +202,6 @@ class Policy(ABC):
         raise NotImplementedError
 
 
-#: what :func:`adopt` fills in on a class that does not inherit :class:`Policy`
-_DEFAULTS = ("JUDGE_USE", "BLOCK_PATH", "predictor", "q", "sla_status", "late_judge", "learns_from_every_label",
-             "current_v", "teach", "run_block")
-
-
-def adopt(cls: type, config_cls: type, info: PolicyInfo, create: Callable[..., Any] | None = None) -> type:
-    """Make ``cls``, written without inheriting :class:`Policy`, a policy: registered as a
-    virtual subclass, with the declarations and the base's defaults it lacks set on it.
-    It must have every abstract method."""
-    missing = sorted(n for n in Policy.__abstractmethods__ if not callable(getattr(cls, n, None)))
-    if missing:
-        raise TypeError(f"{cls.__name__} lacks {', '.join(missing)}")
-    for name in _DEFAULTS:
-        if not hasattr(cls, name):
-            value = Policy.__dict__[name]
-            setattr(cls, name, value)
-    cls.config_cls, cls.info = config_cls, info
-    if create is not None:
-        cls.create = classmethod(create)
-    elif "create" not in cls.__dict__:
-        cls.create = Policy.__dict__["create"]
-    Policy.register(cls)
-    return cls
-
-
 #: steps kept open for late feedback, per router (older ones are forgotten, oldest first)
 LATE_WINDOW = 100_000
 #: steps per page of pre-drawn random numbers

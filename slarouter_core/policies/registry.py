@@ -2,21 +2,18 @@
 service and the dashboard read their choices from it, so a new policy is one
 :func:`register` call (from any module, the package's or a user's).
 
-A registered class is a :class:`~.base.Policy` (a subclass, or a class made one by
-:func:`~.base.adopt`) that declares ``config_cls`` (its frozen settings) and ``info``
-(:class:`~.base.PolicyInfo`: how it is shown).
+A registered class is a subclass of :class:`~.base.Policy` that declares ``config_cls``
+(its frozen settings) and ``info`` (:class:`~.base.PolicyInfo`: how it is shown).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Iterator
 
-from .base import Policy, PolicyInfo, adopt
-from .contextual import ContextualConfig, ContextualPolicy
+from .base import Policy, PolicyInfo
+from .contextual import ContextualPolicy
 from .guarded import GuardedPolicy
 from .paper import PaperPolicy
 
@@ -34,7 +31,7 @@ def register(name: str, cls: type) -> type:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a policy name must be an identifier, got {name!r}")
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        raise TypeError(f"{cls!r} is not a Policy (subclass policies.base.Policy, or adopt() it)")
+        raise TypeError(f"{cls!r} is not a Policy (subclass policies.base.Policy)")
     for attr, kind in (("config_cls", type), ("info", PolicyInfo)):
         if not isinstance(getattr(cls, attr, None), kind):
             raise TypeError(f"{cls.__name__} must declare {attr} (a {kind.__name__})")
@@ -106,21 +103,6 @@ class _Colors(Mapping):
 #: policy name -> chart colour (what charts read as ROUTER_COLORS)
 POLICY_COLORS: Mapping[str, str] = _Colors()
 
-
-def _create_contextual(cls, settings, alpha, n_models, dim, seed, stream_length=None):
-    """Its own seed: the 5th child of the router's (the other streams are unchanged)."""
-    own = int(np.random.SeedSequence(int(seed), spawn_key=(4,)).generate_state(1)[0])
-    return cls(settings, alpha, n_models, dim, seed=own, stream_length=stream_length)
-
-
-# contextual.py is written without the base (see the integrator's note in the report)
-adopt(ContextualPolicy, ContextualConfig, PolicyInfo(
-    label="contextual",
-    help="learns from the request text which model solves it and certifies the SLA with its own confidence "
-         "bound (c, V, Q_max and epsilon do not apply).",
-    queue_title="certified shortfall", color="#1f6feb", v_applies=False, own_queue_axis=True,
-    v_note="V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)"),
-    create=_create_contextual)
 
 for _name, _cls in (("paper", PaperPolicy), ("guarded", GuardedPolicy), ("contextual", ContextualPolicy)):
     register(_name, _cls)

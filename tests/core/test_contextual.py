@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from slarouter_core.baselines import static_mixture_lp
 from slarouter_core.data import from_frame
 from slarouter_core.feedback import FeedbackConfig
-from slarouter_core.policies.contextual import (ContextualConfig, fit_multitask_logistic,
-                                                price_for_target)
+from slarouter_core.policies.contextual import ContextualConfig
+from slarouter_core.policies.text_model import fit_multitask_logistic, price_for_target
 from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter
 from slarouter_core.simulator import Simulation, SimulationConfig, simulate
 

@@ -1,0 +1,103 @@
+"""The contextual policy's text model and plan price: a multi-task logistic regression on
+the frozen embedding, k-means of the recent requests, and the smallest price at which the
+per-request plan reaches a target rate (docs/IMPROVED.md, "contextual")."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import minimize
+
+#: price used when the target cannot be reached: argmin(c - lam * p) then serves the
+#: model with the highest predicted satisfaction (ties: the cheaper)
+PRICE_CAP = 1e9
+
+
+def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models: int,
+                           c_shared: float, c_model: float, init: np.ndarray | None = None
+                           ) -> np.ndarray:
+    """Parameters ``[w (D), d (D*M), b (M)]`` of ``logit_m(x) = x.(w + d_m) + b_m``.
+
+    Minimises the summed log loss plus ``|w|^2 / (2 c_shared) + |d|^2 / (2 c_model)``
+    (``c_model`` 0: no offsets); intercepts carry a tiny penalty only to stay finite
+    when a model's labels are all equal. Deterministic for the same inputs.
+    """
+    X = np.asarray(X, np.float64)
+    n, D = X.shape
+    M = int(n_models)
+    m = np.asarray(m, np.int64)
+    y = np.asarray(y, np.float64)
+    onehot = np.zeros((n, M))
+    onehot[np.arange(n), m] = 1.0
+    use_d = c_model > 0
+
+    def unpack(theta):
+        w = theta[:D]
+        d = theta[D:D + D * M].reshape(M, D) if use_d else np.zeros((M, D))
+        b = theta[-M:]
+        return w, d, b
+
+    def fun(theta):
+        w, d, b = unpack(theta)
+        z = X @ w + b[m]
+        if use_d:
+            z = z + np.einsum("ij,ij->i", X, d[m])
+        # log(1 + e^z) - y z, stably
+        loss = np.logaddexp(0.0, z) - y * z
+        r = 1.0 / (1.0 + np.exp(-z)) - y
+        f = loss.sum() + w @ w / (2 * c_shared) + 1e-4 * (b @ b) / 2
+        gw = X.T @ r + w / c_shared
+        gb = onehot.T @ r + 1e-4 * b
+        parts = [gw]
+        if use_d:
+            f += (d * d).sum() / (2 * c_model)
+            gd = (onehot * r[:, None]).T @ X + d / c_model
+            parts.append(gd.ravel())
+        parts.append(gb)
+        return f, np.concatenate(parts)
+
+    size = D + (D * M if use_d else 0) + M
+    x0 = np.zeros(size) if init is None or len(init) != size else np.asarray(init, np.float64)
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 200})
+    return res.x
+
+
+def kmeans(X: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """``k`` centres of ``X`` (scikit-learn's k-means++ start and Lloyd iterations, seeded:
+    the same centres for the same inputs, whatever the thread count)."""
+    from sklearn.cluster import KMeans
+
+    km = KMeans(n_clusters=k, n_init=1, max_iter=50, random_state=int(seed)).fit(np.asarray(X, np.float32))
+    return km.cluster_centers_.astype(np.float32)
+
+
+def price_for_target(P: np.ndarray, C: np.ndarray, tau: float, iters: int = 50) -> float:
+    """Smallest price ``lam`` with ``mean_i P[i, argmin_m C[i, m] - lam P[i, m]] >= tau``.
+
+    0 when the cheapest choice already reaches ``tau``; ``PRICE_CAP`` when no price
+    does (then the rule serves each request's best-predicted model).
+    """
+    n = len(P)
+    if n == 0:
+        return PRICE_CAP
+    rows = np.arange(n)
+
+    def rate(lam: float) -> float:
+        return float(P[rows, np.argmin(C - lam * P, axis=1)].mean())
+
+    if rate(0.0) >= tau:
+        return 0.0
+    scale = max(float(np.abs(C).mean()), 1e-300) / max(float(P.std()), 1e-3)
+    lo, hi = scale * 1e-6, scale * 1e6
+    if rate(hi) < tau:
+        return PRICE_CAP
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if rate(mid) >= tau:
+            hi = mid
+        else:
+            lo = mid
+        if hi <= lo * (1 + 1e-6):
+            break
+    return hi
