@@ -170,3 +170,57 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
                              "sort": list(dict.fromkeys(frame["benchmark"]))},
                    "columns": min(panels, 3), "resolve": {"scale": {"x": "independent", "y": "independent"}},
                    "spec": {"width": width, "height": height, "layer": layers}}
+
+
+# -- data grids that fit the page -------------------------------------------------------------
+#: the main column's width (px) at a 1400 px window with the sidebar open, less a margin
+MAIN_WIDTH = 900
+#: the data grid's 14 px font: px per character (generous: capitals and digits are wide),
+#: and a cell's padding plus a header's sort and help icons
+GRID_CHAR_PX = 7.0
+GRID_PAD_PX = 28
+
+
+def grid_cell_text(value: object, number_format: str = "%.4g") -> str:
+    """A cell as the grid writes it (floats with ``number_format``, booleans as a box)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "[x]"
+    if isinstance(value, (float, np.floating)):
+        return "" if not math.isfinite(float(value)) else number_format % float(value)
+    return str(value)
+
+
+def grid_columns(table: pd.DataFrame, short: dict[str, str] | None = None,
+                 number_format: str = "%.4g") -> dict[str, dict]:
+    """Per column of a data grid: ``label`` (``short`` names for long headers; the full
+    name becomes the header's ``help``), ``width`` in px wide enough for the label and
+    every cell, and the ``format`` of float columns (None for others).
+
+    A data grid cuts what does not fit its column with an ellipsis, and a grid wider than
+    the page scrolls sideways, hiding its last columns: at 1400 px an 11-model zoo's
+    tables did both. The widths' sum (:func:`grid_width`) is then what the page must have
+    room for (:data:`MAIN_WIDTH` at 1400 px)."""
+    short = short or {}
+    out: dict[str, dict] = {}
+    for col in table.columns:
+        label = short.get(str(col), str(col))
+        is_float = pd.api.types.is_float_dtype(table[col])
+        cells = [grid_cell_text(v, number_format) for v in table[col]]
+        chars = max([len(label)] + [len(c) for c in cells])
+        out[str(col)] = {"label": label, "width": int(math.ceil(chars * GRID_CHAR_PX + GRID_PAD_PX)),
+                         "help": str(col) if label != str(col) else None,
+                         "format": number_format if is_float else None}
+    return out
+
+
+def grid_width(columns: dict[str, dict]) -> int:
+    """The px a grid of :func:`grid_columns` needs to show every column whole."""
+    return sum(c["width"] for c in columns.values())
+
+
+def short_names(models: tuple[str, ...] | list[str]) -> list[str]:
+    """Model names without their vendor prefix ("meta-llama/Llama-3.1-8B" to "Llama-3.1-8B")
+    where that keeps them apart: for a narrow column (the full names stay in its header's
+    help and on the page around it)."""
+    tails = [str(m).rsplit("/", 1)[-1] for m in models]
+    return tails if len(set(tails)) == len(tails) else [str(m) for m in models]
