@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 
+import altair as alt
 import numpy as np
 import pandas as pd
 
 from ..baselines import static_mixture_lp
 from ..data import RoutingData
-from .charts import color_encoding
+from .charts import FRAME, cached_spec, color_channel
 
 # -- display helpers ----------------------------------------------------------------------
 def display_scale(unit: str) -> tuple[float, str]:
@@ -134,42 +135,41 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
     A model that costs 0 has no place on a log axis: the axis is then linear, and says so.
     """
     frame = zoo_chart_frame(data, per_benchmark)
-    models = list(data.models)
     log = bool((frame["cost"] > 0).all())
-    unit = data.cost_unit
-    x = {"field": "cost", "type": "quantitative",
-         "title": f"{unit}/request ({'log scale' if log else 'linear: a model costs 0'})",
-         "scale": {"type": "log"} if log else {"zero": True}}
-    y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"zero": False},
-         "axis": {"format": ".0%"}}
-    color = color_encoding("series", models + [FRONTIER], models,
-                           title="model (cheapest first)" if legend else None,
-                           width=3 * width)  # the legend sits below three panels
-    tooltip = [{"field": "series", "title": "model"}, {"field": "benchmark"},
-               {"field": "accuracy", "format": ".3f"}, {"field": "cost/request", "title": "mean cost"}]
-    layers: list[dict] = [
-        {"transform": [{"filter": "datum.kind == 'frontier'"}],
-         "mark": {"type": "line", "strokeWidth": 2},
-         "encoding": {"x": x, "y": y, "color": color, "order": {"field": "order"},
-                      "tooltip": [{"field": "series"}, {"field": "accuracy", "title": "target", "format": ".3f"},
-                                  {"field": "cost/request", "title": "cheapest mix costs"}]}},
-        {"transform": [{"filter": "datum.kind == 'model'"}],
-         "mark": {"type": "point", "filled": True, "size": 80, "stroke": "#333333", "strokeWidth": 0.6,
-                  "opacity": 1},
-         "encoding": {"x": x, "y": y, "color": color, "tooltip": tooltip}},
+    return frame, _zoo_spec(list(data.models), data.cost_unit, log, legend, labels,
+                            list(dict.fromkeys(frame["benchmark"])), width, height)
+
+
+@cached_spec
+def _zoo_spec(models: list[str], unit: str, log: bool, legend: bool, labels: bool, panels: list[str], width: int,
+              height: int) -> alt.TopLevelMixin:
+    """The Altair chart of :func:`zoo_chart` (it depends on the names, not the numbers)."""
+    x = alt.X("cost:Q", title=f"{unit}/request ({'log scale' if log else 'linear: a model costs 0'})",
+              scale=alt.Scale(type="log") if log else alt.Scale(zero=True))
+    y = alt.Y("accuracy:Q", title="accuracy", scale=alt.Scale(zero=False), axis=alt.Axis(format=".0%"))
+    color = color_channel("series", models + [FRONTIER], models,
+                          title="model (cheapest first)" if legend else None,
+                          width=3 * width)  # the legend sits below three panels
+    base = alt.Chart().encode(x=x, y=y)
+    model_rows = base.transform_filter("datum.kind == 'model'")
+    layers = [
+        base.transform_filter("datum.kind == 'frontier'").mark_line(strokeWidth=2).encode(
+            color=color, order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("series:N"), alt.Tooltip("accuracy:Q", title="target", format=".3f"),
+                     alt.Tooltip("cost/request:N", title="cheapest mix costs")]),
+        model_rows.mark_point(filled=True, size=80, stroke="#333333", strokeWidth=0.6, opacity=1).encode(
+            color=color, tooltip=[alt.Tooltip("series:N", title="model"), alt.Tooltip("benchmark:N"),
+                                  alt.Tooltip("accuracy:Q", format=".3f"),
+                                  alt.Tooltip("cost/request:N", title="mean cost")]),
     ]
     if labels and len(models) <= LABEL_MODELS:
-        layers.append({"transform": [{"filter": "datum.kind == 'model'"}],
-                       "mark": {"type": "text", "align": "left", "dx": 7, "dy": -6, "fontSize": 10,
-                                "color": "#333333"},
-                       "encoding": {"x": x, "y": y, "text": {"field": "series"}}})
-    panels = frame["benchmark"].nunique()
-    if panels == 1:
-        return frame, {"height": height, "layer": layers}
-    return frame, {"facet": {"field": "benchmark", "type": "nominal", "title": None,
-                             "sort": list(dict.fromkeys(frame["benchmark"]))},
-                   "columns": min(panels, 3), "resolve": {"scale": {"x": "independent", "y": "independent"}},
-                   "spec": {"width": width, "height": height, "layer": layers}}
+        layers.append(model_rows.mark_text(align="left", dx=7, dy=-6, fontSize=10, color="#333333")
+                      .encode(text=alt.Text("series:N")))
+    if len(panels) == 1:
+        return alt.layer(*layers, height=height)
+    return (alt.layer(*layers, data=FRAME).properties(width=width, height=height)
+            .facet(alt.Facet("benchmark:N", title=None, sort=panels), columns=min(len(panels), 3))
+            .resolve_scale(x="independent", y="independent"))
 
 
 # -- data grids that fit the page -------------------------------------------------------------

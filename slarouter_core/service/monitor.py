@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import altair as alt
 import httpx
 import numpy as np
 import pandas as pd
 
-from ..live.charts import MAX_POINTS, RATIO_WINDOW, ChartFrame, _line_spec, _long
+from ..live.charts import MAX_POINTS, RATIO_WINDOW, ChartFrame, _line_spec, _long, vl_spec
 from ..metrics import running_mean, thin_indices
 
 
@@ -140,11 +141,9 @@ class ServiceView:
         ev = pd.DataFrame({"t": np.concatenate(events).astype(np.int32) if k else np.zeros(0, np.int32),
                            "event": pd.Categorical.from_codes(
                                np.repeat(np.arange(3, dtype=np.int8), [len(e) for e in events]), categories=kinds)})
-        spec = {"title": "Where exploration, feedback and backend failures happened", "height": {"step": 34},
-                "mark": {"type": "tick", "thickness": 1.5, "opacity": 0.8},
-                "encoding": {"x": {"field": "t", "type": "quantitative", "title": "request"},
-                             "y": {"field": "event", "type": "nominal", "title": None},
-                             "color": {"field": "event", "type": "nominal", "legend": None}}}
+        spec = vl_spec(alt.Chart().mark_tick(thickness=1.5, opacity=0.8).encode(
+            x=alt.X("t:Q", title="request"), y=alt.Y("event:N", title=None), color=alt.Color("event:N", legend=None),
+        ).properties(title="Where exploration, feedback and backend failures happened", height=alt.Step(34)))
         out.append(ChartFrame("events", ev, spec))
         return out
 
