@@ -260,7 +260,9 @@ def _long_parts(parts: list[tuple[str, np.ndarray, np.ndarray]]) -> pd.DataFrame
 #: redraw are what makes a browser fall behind a live run. ``fit-x``: the height is the
 #: plot's own, so a legend below the chart adds room instead of squeezing the plot. A
 #: right padding keeps a right-hand axis title off the edge: anything drawn there is cut.
-FAST_RENDER = {"usermeta": {"embedOptions": {"renderer": "canvas"}}, "config": {"aria": False},
+#: Category names on a y axis (the event rows, "contextual: exploration") are never cut.
+FAST_RENDER = {"usermeta": {"embedOptions": {"renderer": "canvas"}},
+               "config": {"aria": False, "axisYDiscrete": {"labelLimit": 0}},
                "autosize": {"type": "fit-x", "contains": "padding"}, "padding": {"left": 5, "top": 5, "right": 10,
                                                                                  "bottom": 5}}
 

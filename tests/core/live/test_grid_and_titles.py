@@ -45,3 +45,8 @@ def test_long_titles_wrap_at_spaces_and_keep_their_words():
     assert wrapped["subtitle"] == "s" and wrapped["text"] == lines
     chart = ChartFrame("x", pd.DataFrame(), {"title": title, "mark": "line"})
     assert chart.spec["title"] == lines and title_text(chart.spec) == title
+
+
+def test_streaming_charts_never_cut_a_category_name_on_the_y_axis():
+    chart = ChartFrame("events", pd.DataFrame(), {"mark": "tick", "encoding": {"y": {"field": "event"}}})
+    assert chart.spec["config"]["axisYDiscrete"]["labelLimit"] == 0 and chart.spec["config"]["aria"] is False
