@@ -9,7 +9,8 @@ contextual). Then, each timed ``--repeat`` times (median and best printed, in ms
 1. ``LiveRun.charts()``: every streaming chart of a tick (frames thinned to 2,000 points
    and specs), as the Live run page calls it on each tick;
 2. the specs alone: the ``_chart_spec`` calls of one tick (cost, satisfaction, belief,
-   queue, three call-ratio charts), with the same arguments;
+   queue, three call-ratio charts), with the same arguments; and the same on an empty spec
+   cache (the first tick of a new run builds each spec once);
 3. ``LiveRun.tradeoff_chart()`` (drawn on each tick too);
 4. the Experiments comparison chart and the Data page's zoo chart (built once per click,
    for scale).
@@ -85,8 +86,16 @@ def main() -> None:
                          "sla_met": j > 8, "cost_unit": "USD", "feedback_model": "iid"}
                         for b in ("b0", "b1", "b2", "b3") for j, m in enumerate(models + ["static_mixture", "oracle"])])
     del E
+    from slarouter_core.live import charts as C
+
+    def cold_specs() -> None:
+        if hasattr(C, "_streaming_chart"):  # the Altair version caches each distinct spec
+            C._streaming_chart.cache_clear()
+        specs()
+
     for label, fn in (("LiveRun.charts() (one tick's streaming charts)", live.charts),
                       ("the specs alone (one tick's _chart_spec calls)", specs),
+                      ("the specs alone, first tick of a new run (empty spec cache)", cold_specs),
                       ("LiveRun.tradeoff_chart()", live.tradeoff_chart),
                       ("comparison_chart (4 benchmarks x 13 methods)", lambda: comparison_chart(agg, models)),
                       ("zoo_chart (per benchmark)", lambda: zoo_chart(data))):
