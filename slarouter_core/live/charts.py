@@ -116,20 +116,6 @@ def color_channel(field: str, names: list[str], models: tuple[str, ...] | list[s
     return alt.Color(**color_encoding(field, names, models, title, columns, width))
 
 
-# -- live run -----------------------------------------------------------------------------
-def _line_spec(title: str, y_title: str, color_title: str | None = "series", rule: float | None = None,
-               rule_label: str = "", height: int = 220, area: bool = False,
-               domain: list[str] | None = None) -> dict:
-    """The streaming chart spec in its first form (used by the Service page's monitor): a
-    colour legend titled ``color_title`` (None: no legend) over ``domain``; stacked bands
-    (``area``) on a 0-100% axis. See :func:`_chart_spec`."""
-    color: dict[str, Any] = {"field": "series", "type": "nominal",
-                             **({"title": color_title} if color_title else {"legend": None}),
-                             **({"scale": {"domain": domain}, "sort": domain} if domain else {})}
-    return _chart_spec(title, y_title, color, None, rule=rule, rule_label=rule_label, height=height, area=area,
-                       percent=area, y_domain=[0.0, 1.0] if area else None)
-
-
 # -- Altair to the page's spec ------------------------------------------------------------
 #: where a chart's data goes: the page passes its frame beside the spec (Streamlit sends it
 #: as Arrow), so :func:`vl_spec` removes this name; Altair needs it to build facets

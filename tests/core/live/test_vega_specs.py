@@ -63,6 +63,20 @@ def aggregate_rows(feedback_models=("iid",)) -> pd.DataFrame:
                          for j, m in enumerate(["x only", "static_mixture", "SLARouter"])])
 
 
+def test_the_service_monitor_names_every_model_below_its_charts_in_their_own_colours():
+    state = {**state_document(models=11), "mode": "contextual"}
+    charts = {c.key: c for c in ServiceView(state).charts()}
+    names = [m["name"] for m in state["models"]]
+    cost = charts["cost"].spec["layer"][0]["encoding"]
+    assert cost["color"]["scale"]["domain"] == ["SLARouter (reported usage)"] + [f"only {n}" for n in names]
+    assert cost["color"]["scale"]["range"] == [C.ROUTER_COLORS["contextual"]] + C.model_colors(names)
+    assert cost["color"]["legend"]["orient"] == "bottom" and cost["color"]["legend"]["labelLimit"] == 0
+    assert cost["strokeDash"]["scale"]["range"] == [[1, 0]] + [[2, 2]] * 11  # the router solid, models dotted
+    ratio = charts["ratio"].spec["layer"][0]["encoding"]["color"]
+    assert ratio["scale"]["range"] == C.model_colors(names) and ratio["legend"]["orient"] == "bottom"
+    assert len(set(ratio["scale"]["range"])) == 11
+
+
 def test_the_experiment_and_zoo_charts_are_valid_vega_lite():
     agg, several = aggregate_rows(), aggregate_rows(("iid", "negative"))
     specs = [comparison_chart(agg)[1], *[s for _, s in sweep_charts(agg, "feedback_rate", "rate")],
