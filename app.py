@@ -117,7 +117,7 @@ with st.sidebar:
     # script loads) and wrapping a long model name instead of cutting it
     st.table(pd.DataFrame({"model": zoo["model"],
                            "cost/request": [human_cost(v, data.cost_unit) for v in zoo[f"mean cost ({data.cost_unit})"]],
-                           "acc.": [f"{a:.3f}" for a in zoo["accuracy"]]}), hide_index=True)
+                           "acc.": [f"{a:.0%}" for a in zoo["accuracy"]]}), hide_index=True)  # 3 characters: fits
     st.markdown("### Settings")
     alpha = run.resolved_alpha(data)
     v_text = f"V = {run.V:g} (fixed)" if run.fixed_v else f"V data-driven (Q_max = {run.q_max:g}, eps = {run.eps:g})"

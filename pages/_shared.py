@@ -25,7 +25,7 @@ from slarouter_core.encoders import EncoderUnavailableError, get_encoder
 from slarouter_core.experiments import load_any
 from slarouter_core.importers import file_cost_metrics
 from slarouter_core.live import DataSpec, LazyEncoder, RunSettings, settings_from_query, settings_to_query
-from slarouter_core.live.tables import zoo_chart
+from slarouter_core.live.tables import grid_columns, zoo_chart
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_PATH = REPO / "data" / "demo.parquet"
@@ -284,3 +284,17 @@ def show_problems(exc: Exception) -> None:
 
 def fmt(x: float, digits: int = 3) -> str:
     return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}g}"
+
+
+def fitted_grid(table: pd.DataFrame, short: dict[str, str] | None = None, number_format: str = "%.4g",
+                **overrides) -> dict:
+    """``column_config`` that shows every column and cell whole (:func:`grid_columns`);
+    ``overrides``: column configs of columns that need a type of their own (e.g. checkbox)."""
+    config: dict = {}
+    for col, c in grid_columns(table, short, number_format).items():
+        kind = st.column_config.NumberColumn if c["format"] else st.column_config.Column
+        extra = {"format": c["format"]} if c["format"] else {}
+        config[col] = kind(c["label"], width=c["width"], help=c["help"], **extra)
+    for col, cfg in overrides.items():
+        config[col] = {**config.get(col, {}), **{k: v for k, v in cfg.items() if v is not None}}
+    return config

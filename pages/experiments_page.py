@@ -121,7 +121,7 @@ def pivot_section(agg: pd.DataFrame, column: str, key: str) -> None:
     benchmark = c2.selectbox("Benchmark", [None, *dict.fromkeys(agg["benchmark"])], key=f"w_{key}_bench",
                              format_func=lambda b: "all (mean; seeds summed)" if b is None else b)
     table = pivot_table(agg, column, metric, benchmark)
-    st.dataframe(table, hide_index=True, key=f"w_{key}_table")
+    st.dataframe(table, hide_index=True, key=f"w_{key}_table", column_config=sh.fitted_grid(table))
     st.caption(SEEDS_MET_NOTE)
     table_downloads("Table", table, key)
 
@@ -170,10 +170,17 @@ with tab_cmp:
             pivot_section(agg, "feedback_model", "exp_pivot")
         st.markdown("#### Per method")
         table = comparison_table(agg)
-        st.dataframe(table, hide_index=True, key="w_exp_table", column_config={
-            "cheapest": st.column_config.CheckboxColumn("cheapest", help=CHEAPEST_NOTE),
-            "seeds ≥ alpha": st.column_config.TextColumn("seeds ≥ alpha", help=SEEDS_MET_NOTE)})
-        st.caption(CHEAPEST_NOTE + " " + SEEDS_MET_NOTE)
+        unit = data.cost_unit
+        # at 1400 px every column fits whole only without the std columns: those are in the
+        # CSV below and are the chart's error bars
+        shown = [c for c in table.columns if " std " not in c]
+        st.dataframe(table, hide_index=True, key="w_exp_table", column_order=shown, column_config=sh.fitted_grid(
+            table[shown], {"alpha (%)": "alpha %", f"cost mean ({unit})": f"cost ({unit})",
+                           "satisfaction mean (%)": "satisf. %", "seeds ≥ alpha": "seeds ≥ α"}, "%.3g",
+            cheapest=st.column_config.CheckboxColumn(help=CHEAPEST_NOTE),
+            **{"seeds ≥ alpha": st.column_config.TextColumn(help=SEEDS_MET_NOTE)}))
+        st.caption(CHEAPEST_NOTE + " " + SEEDS_MET_NOTE + " Standard deviations across seeds: the CSV and "
+                   "the chart's error bars.")
         table_downloads("Table", table, "exp_table")
         with st.expander("The paper's Table 2 (Markdown)"):
             st.markdown(format_table(agg))
@@ -258,7 +265,7 @@ def paper_protocol_section() -> None:
     agg = aggregate(rows)
     st.markdown("#### Scored the paper's way beside ours")
     scores = paper_scores(agg)
-    st.dataframe(scores, hide_index=True, key="w_pp_scores")
+    st.dataframe(scores, hide_index=True, key="w_pp_scores", column_config=sh.fitted_grid(scores))
     st.caption("paper: a method meets alpha when its mean satisfaction over the seeds does (and the paper "
                "reports post-convergence satisfaction, the stream's second half). " + SEEDS_MET_NOTE)
     table_downloads("Scores", scores, "pp_scores")
@@ -269,7 +276,7 @@ def paper_protocol_section() -> None:
         st.caption("None of the loaded benchmarks is in the published table (it has "
                    f"{', '.join(paper_table2().benchmark_keys)}).")
     else:
-        st.dataframe(side, hide_index=True, key="w_pp_published")
+        st.dataframe(side, hide_index=True, key="w_pp_published", column_config=sh.fitted_grid(side))
         table_downloads("Published beside ours", side, "pp_published")
     st.download_button("Report (Markdown)", report_text(agg), "slarouter_paper_protocol.md", "text/markdown",
                        on_click="ignore", key="w_pp_dl_md")

@@ -7,6 +7,7 @@ import streamlit as st
 from pages import _shared as sh
 from slarouter_core.live import (ROUTER_COLORS, HandRouters, feedback_model_choices, router_modes, router_modes_help,
                                  settings_change)
+from slarouter_core.live.tables import short_names
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
@@ -134,25 +135,24 @@ if emb is not None:
             with st.container(border=True):
                 st.markdown(f"<span style='color:{ROUTER_COLORS[mode]};font-size:1.3em'>&#9632;</span> "
                             f"**{mode}** serves **{data.models[d.model]}**", unsafe_allow_html=True)
-                m = st.columns([1.4, 1.4, 1, 1, 0.7])  # model names and "lowest score" in full
-                m[0].metric(f"Served by ({mode})", data.models[d.model])
-                m[1].metric(f"Why ({mode})", hand.sessions[mode].why(req),
+                # the served model is named in full above: a metric would cut a long name
+                m = st.columns([1.3, 1, 1, 0.8])
+                m[0].metric(f"Why ({mode})", hand.sessions[mode].why(req),
                             help=f"Exploration probability this step: {d.p_explore:.3f}")
                 if req.answered:
-                    m[2].metric(f"Queue Q ({mode})", f"{req.q_after:.4g}", delta=f"{req.q_after - req.q_before:+.4g}",
+                    m[1].metric(f"Queue Q ({mode})", f"{req.q_after:.4g}", delta=f"{req.q_after - req.q_before:+.4g}",
                                 delta_color="inverse")
                 else:
-                    m[2].metric(f"Queue Q ({mode})", f"{req.q_before:.4g}", help="Changes when you answer (or skip).")
-                m[3].metric(f"V ({mode})", f"{d.v:.3g}")
-                m[4].metric("alpha", f"{d.alpha:.3f}")
+                    m[1].metric(f"Queue Q ({mode})", f"{req.q_before:.4g}", help="Changes when you answer (or skip).")
+                m[2].metric(f"V ({mode})", f"{d.v:.3g}")
+                m[3].metric("alpha", f"{d.alpha:.3f}")
                 st.caption(session.logged_outcome(req))
-                left, right = st.columns([3, 2])
-                table = session.explanation(req)
-                left.dataframe(table, hide_index=True, width="stretch",
-                               column_config={c: st.column_config.NumberColumn(format="%.4g")
-                                              for c in table.columns if c not in ("model", "chosen")})
+                # the table across the page, every column whole; the bars below it
+                table = session.explanation(req).assign(model=lambda f: short_names(list(f["model"])))
+                st.dataframe(table, hide_index=True, width="stretch",
+                             column_config=sh.fitted_grid(table, number_format="%.3g"))
                 bars = session.shat_chart(req)
-                right.vega_lite_chart(bars.frame, bars.spec, width="stretch")
+                st.vega_lite_chart(bars.frame, bars.spec, width="stretch")
                 if req.answered and req.feedback is not None:
                     verdict = "up" if req.feedback == 1 else "down"
                     learned = "the predictor trained on it" if req.trained else "the predictor did not train on it"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import streamlit as st
@@ -13,6 +14,7 @@ from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_
 from slarouter_core.experiments.runs import judge_call_cost
 from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
+from slarouter_core.live.watchdog import WATCH_EVERY_S, Progress, stall_note, stalled
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
@@ -149,6 +151,7 @@ if emb is not None:
 
     def start() -> None:
         ss.live_running = not ss.live.done
+        ss.live_progress = Progress(time.monotonic(), ss.live.t)  # the watchdog's clock starts
 
     def pause() -> None:
         ss.live_running = False
@@ -164,6 +167,14 @@ if emb is not None:
     note = ss.pop("live_note", None)
     if note:
         st.warning(note)
+    # defect 9: a run believed running that serves nothing is said, never silent
+    now = time.monotonic()
+    if stalled(ss.get("live_progress"), live.t, now, ss.live_period, bool(ss.get("live_running")), live.done):
+        ss.live_stall_note = stall_note(ss.live_progress, now)
+        ss.live_progress = Progress(now, live.t)
+    stall = ss.pop("live_stall_note", None)
+    if stall:
+        st.warning(stall)
     b = st.columns([1, 1, 1, 1, 2, 2])
     b[0].button("Start", type="primary", on_click=start, disabled=bool(ss.live_running) or live.done, key="w_start")
     b[1].button("Pause", on_click=pause, disabled=not ss.live_running, key="w_pause")
@@ -181,6 +192,7 @@ if emb is not None:
         live: LiveRun = ss.live
         if ss.live_running:
             live.step()
+            ss.live_progress = Progress(time.monotonic(), live.t)
             if live.done:
                 ss.live_running = False
                 st.rerun()  # a full rerun turns the timer off
@@ -266,3 +278,16 @@ if emb is not None:
         st.vega_lite_chart(charts["events"].frame, charts["events"].spec, width="stretch")
 
     panel()
+
+    @st.fragment(run_every=WATCH_EVERY_S if ss.live_running else None)
+    def watchdog() -> None:
+        """Its own timer: if the run's timer stops while the run counts as running, a full
+        rerun restarts it and the page says so (above the buttons)."""
+        now = time.monotonic()
+        if stalled(ss.get("live_progress"), ss.live.t, now, ss.live_period, bool(ss.get("live_running")),
+                   ss.live.done):
+            ss.live_stall_note = stall_note(ss.live_progress, now)
+            ss.live_progress = Progress(now, ss.live.t)
+            st.rerun()
+
+    watchdog()

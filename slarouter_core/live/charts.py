@@ -3,11 +3,16 @@ and model on every chart, streaming line/band charts and the thinned long frames
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from functools import lru_cache, wraps
+from typing import Any, Callable, Mapping
 
+import altair as alt
 import numpy as np
 import pandas as pd
+
+from ..policies.registry import DEFAULT_POLICY, POLICY_COLORS
 
 #: points per plotted series; the full history is a download. The run's own series (Q,
 #: satisfaction, its cumulative cost) get all of them; smooth reference series get fewer
@@ -20,7 +25,7 @@ RATIO_WINDOW = 200
 
 # -- colours ------------------------------------------------------------------------------
 #: one colour per router mode and per reference, the same on every chart and page
-ROUTER_COLORS = {"paper": "#d6402f", "guarded": "#e8900c", "contextual": "#1f6feb"}
+ROUTER_COLORS = POLICY_COLORS  # each policy's own (PolicyInfo.color), a live view of the registry
 REFERENCE_COLORS = {"static mixture": "#2e9d4f", "static_mixture": "#2e9d4f", "oracle": "#7b3fc4"}
 #: the experiment runner's other methods: distinct hues, none shared with the above
 METHOD_COLORS = {"messplus": "#8c564b", "mess+": "#8c564b", "carrot": "#0fa3b1", "causal": "#b5a900",
@@ -80,7 +85,7 @@ def series_color(name: str, models: tuple[str, ...] | list[str] = ()) -> str:
         for mode in ROUTER_COLORS:
             if mode in low:
                 return ROUTER_COLORS[mode]
-        return ROUTER_COLORS["paper"]
+        return ROUTER_COLORS[DEFAULT_POLICY]
     return SPARE_COLORS[sum(map(ord, low)) % len(SPARE_COLORS)]
 
 
@@ -106,18 +111,69 @@ def color_encoding(field: str, names: list[str], models: tuple[str, ...] | list[
     return enc
 
 
-# -- live run -----------------------------------------------------------------------------
-def _line_spec(title: str, y_title: str, color_title: str | None = "series", rule: float | None = None,
-               rule_label: str = "", height: int = 220, area: bool = False,
-               domain: list[str] | None = None) -> dict:
-    """The streaming chart spec in its first form (used by the Service page's monitor): a
-    colour legend titled ``color_title`` (None: no legend) over ``domain``; stacked bands
-    (``area``) on a 0-100% axis. See :func:`_chart_spec`."""
-    color: dict[str, Any] = {"field": "series", "type": "nominal",
-                             **({"title": color_title} if color_title else {"legend": None}),
-                             **({"scale": {"domain": domain}, "sort": domain} if domain else {})}
-    return _chart_spec(title, y_title, color, None, rule=rule, rule_label=rule_label, height=height, area=area,
-                       percent=area, y_domain=[0.0, 1.0] if area else None)
+def color_channel(field: str, names: list[str], models: tuple[str, ...] | list[str] = (),
+                  title: str | None = None, columns: int | None = None, width: int = HALF_WIDTH) -> alt.Color:
+    """:func:`color_encoding` as an Altair channel (built from its keywords: Altair parses a
+    plain dict against the schema, about 15 ms a channel)."""
+    return alt.Color(**color_encoding(field, names, models, title, columns, width))
+
+
+# -- Altair to the page's spec ------------------------------------------------------------
+#: where a chart's data goes: the page passes its frame beside the spec (Streamlit sends it
+#: as Arrow), so :func:`vl_spec` removes this name; Altair needs it to build facets
+FRAME = alt.Data(name="frame")
+_PLACEHOLDERS = ({"name": "frame"}, {"name": "empty"})
+
+
+def vl_spec(chart: alt.TopLevelMixin) -> dict:
+    """An Altair chart as the Vega-Lite dict ``st.vega_lite_chart(frame, spec)`` takes: the
+    data placeholders, Altair's default view size and the schema URL left out (the page
+    passes the frame and sizes the chart). Not validated here: the tests validate."""
+    spec = chart.to_dict(validate=False)
+    for key in ("$schema", "config"):
+        spec.pop(key, None)
+    datasets = {k: v for k, v in spec.pop("datasets", {}).items() if v != [{}]}
+    if datasets:
+        spec["datasets"] = datasets
+    _drop_placeholders(spec)
+    return spec
+
+
+def cached_spec(build: Callable[..., alt.TopLevelMixin]) -> Callable[..., dict]:
+    """``build`` (JSON-able arguments to an Altair chart) as a function that returns the
+    chart's :func:`vl_spec`, built once per distinct arguments (Altair takes milliseconds
+    to build and copy a layered chart; a page reruns with the same arguments) and copied
+    for every call (a caller may change its copy). Tuples arrive as lists."""
+    @lru_cache(maxsize=256)
+    def spec_json(args_json: str) -> str:
+        return json.dumps(vl_spec(build(*json.loads(args_json))))
+
+    @wraps(build)
+    def spec(*args: Any) -> dict:
+        return json.loads(spec_json(json.dumps(args)))
+
+    spec.cache_info, spec.cache_clear = spec_json.cache_info, spec_json.cache_clear  # type: ignore[attr-defined]
+    return spec
+
+
+def _drop_placeholders(spec: dict) -> None:
+    if spec.get("data") in _PLACEHOLDERS:
+        del spec["data"]
+    for key in ("layer", "hconcat", "vconcat", "concat"):
+        for sub in spec.get(key, ()):
+            _drop_placeholders(sub)
+    if isinstance(spec.get("spec"), dict):
+        _drop_placeholders(spec["spec"])
+
+
+def rule_layers(value: float, label: str, color: str = "#c0392b") -> list[alt.Chart]:
+    """A dashed horizontal rule at ``value`` and its label at the left, on their own one-row
+    data (drawn once, not once per point of the chart's frame)."""
+    one = alt.Data(values=[{"rule": float(value), "label": label}])
+    rule = alt.Chart(one).mark_rule(strokeDash=[6, 4], color=color).encode(y=alt.Y("rule:Q"))
+    text = alt.Chart(one).mark_text(align="left", dx=4, dy=-7, color=color).encode(
+        y=alt.Y("rule:Q"), x=alt.XValue(0), text=alt.Text("label:N"))
+    return [rule, text]
 
 
 def _chart_spec(title: str, y_title: str, color: dict, x_max: int | None, rule: float | None = None,
@@ -127,47 +183,47 @@ def _chart_spec(title: str, y_title: str, color: dict, x_max: int | None, rule: 
     long (t, series, value, lo) frame whose band edges were stacked beforehand (``lo`` to
     ``value``): the browser then draws without a stack transform, which keeps redraws
     of long histories cheap. ``band``: also a shaded band from ``lo`` to ``value`` where
-    ``lo`` is set (a router's own lower confidence bound).
+    ``lo`` is set (a router's own lower confidence bound). ``color`` and ``dash``: the
+    colour and stroke-dash encodings as dicts (:func:`color_encoding`).
 
     The x axis is fixed to the stream length; ``y_domain`` fixes the y axis (charts with
     no data yet get one, so that they draw a frame and no infinite extent). The optional
     horizontal rule (e.g. alpha) carries its own one-row data: drawn once, not per point.
+
+    A tick calls this with the arguments of the tick before: the spec is built once per
+    distinct call (:func:`cached_spec`), so Altair costs a tick nothing.
     """
-    mark = {"type": "area", "interpolate": "linear", "stroke": "#ffffff", "strokeWidth": 0.3} if area \
-        else {"type": "line", "interpolate": "linear", "clip": True}
-    y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": y_title}
-    if y_domain is not None:
-        y["scale"] = {"domain": y_domain}
-    if percent:
-        y["axis"] = {"format": "%"}
-    x: dict[str, Any] = {"field": "t", "type": "quantitative", "title": "request"}
-    if x_max is not None:
-        x["scale"] = {"domain": [0, max(int(x_max), 1)]}
-    enc: dict[str, Any] = {"x": x, "y": y, "color": color}
-    if dash is not None:
-        enc["strokeDash"] = dash
-    if area:
-        enc["y2"] = {"field": "lo"}
+    return _streaming_chart(title, y_title, color, x_max, rule, rule_label, height, area, percent, y_domain,
+                            band, dash)
+
+
+@cached_spec
+def _streaming_chart(title: str, y_title: str, color: dict, x_max: int | None, rule: float | None,
+                     rule_label: str, height: int, area: bool, percent: bool, y_domain: list[float] | None,
+                     band: bool, dash: dict | None) -> alt.LayerChart:
+    """The Altair chart of :func:`_chart_spec`."""
+    x = alt.X("t:Q", title="request", scale=alt.Scale(domain=[0, max(int(x_max), 1)]) if x_max is not None
+              else alt.Undefined)
+    y = alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=y_domain) if y_domain is not None else alt.Undefined,
+              axis=alt.Axis(format="%") if percent else alt.Undefined)
     if band and isinstance(color.get("legend"), dict):  # the legend shows lines, not the pale band
         color = {**color, "legend": {**color["legend"], "symbolType": "stroke", "symbolOpacity": 1,
                                      "symbolStrokeWidth": 2.5}}
-        enc["color"] = color
-    layers: list[dict] = []
+    base = alt.Chart(FRAME).encode(x=x, color=alt.Color(**color))
+    if area:
+        main = base.mark_area(interpolate="linear", stroke="#ffffff", strokeWidth=0.3).encode(y=y, y2=alt.Y2("lo"))
+    else:
+        main = base.mark_line(interpolate="linear", clip=True).encode(y=y)
+    if dash is not None:
+        main = main.encode(strokeDash=alt.StrokeDash(**dash))
+    layers: list[alt.Chart] = []
     if band:
-        layers.append({"transform": [{"filter": "isValid(datum.lo)"}],
-                       "mark": {"type": "area", "opacity": 0.18, "clip": True},
-                       "encoding": {"x": x, "y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "value"},
-                                    "color": color}})
-    layers.append({"mark": mark, "encoding": enc})
+        layers.append(base.transform_filter("isValid(datum.lo)").mark_area(opacity=0.18, clip=True)
+                      .encode(y=alt.Y("lo:Q"), y2=alt.Y2("value")))
+    layers.append(main)
     if rule is not None:
-        one = {"values": [{"rule": float(rule), "label": rule_label}]}
-        layers.append({"data": one, "mark": {"type": "rule", "strokeDash": [6, 4], "color": "#c0392b"},
-                       "encoding": {"y": {"field": "rule", "type": "quantitative"}}})
-        layers.append({"data": one, "mark": {"type": "text", "align": "left", "dx": 4, "dy": -7,
-                                              "color": "#c0392b"},
-                       "encoding": {"y": {"field": "rule", "type": "quantitative"}, "x": {"value": 0},
-                                    "text": {"field": "label"}}})
-    return {"title": title, "height": height, "layer": layers}
+        layers += rule_layers(rule, rule_label)
+    return alt.layer(*layers, title=title, height=height)
 
 
 def _long(t: np.ndarray, series: Mapping[str, np.ndarray]) -> pd.DataFrame:
@@ -192,14 +248,45 @@ def _long_parts(parts: list[tuple[str, np.ndarray, np.ndarray]]) -> pd.DataFrame
 #: redraw are what makes a browser fall behind a live run. ``fit-x``: the height is the
 #: plot's own, so a legend below the chart adds room instead of squeezing the plot. A
 #: right padding keeps a right-hand axis title off the edge: anything drawn there is cut.
-FAST_RENDER = {"usermeta": {"embedOptions": {"renderer": "canvas"}}, "config": {"aria": False},
+#: Category names on a y axis (the event rows, "contextual: exploration") are never cut.
+FAST_RENDER = {"usermeta": {"embedOptions": {"renderer": "canvas"}},
+               "config": {"aria": False, "axisYDiscrete": {"labelLimit": 0}},
                "autosize": {"type": "fit-x", "contains": "padding"}, "padding": {"left": 5, "top": 5, "right": 10,
                                                                                  "bottom": 5}}
 
 
+#: characters of a chart title per line: a half-page chart at 1400 px holds about 55 of
+#: the title's 13 px bold font before Vega cuts the title with an ellipsis
+TITLE_CHARS = 50
+
+
+def wrap_title(title: Any, chars: int = TITLE_CHARS) -> Any:
+    """A chart title (text, lines or a Vega-Lite title object) broken into lines of at most
+    ``chars`` characters at spaces, so that no title is cut at a half-page chart's edge."""
+    if isinstance(title, dict):
+        return {**title, "text": wrap_title(title.get("text", ""), chars)}
+    if not isinstance(title, str) or len(title) <= chars:
+        return title
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def title_text(spec: dict) -> str:
+    """A spec's title as one line of text, however it was wrapped (for tests and lookups)."""
+    t = spec.get("title", "")
+    t = t.get("text", "") if isinstance(t, dict) else t
+    return " ".join(t) if isinstance(t, list) else str(t)
+
+
 @dataclass
 class ChartFrame:
-    """One chart: its data (already thinned) and its Vega-Lite spec (drawn on a canvas)."""
+    """One chart: its data (already thinned) and its Vega-Lite spec (drawn on a canvas,
+    its title in lines that fit)."""
 
     key: str
     frame: pd.DataFrame
@@ -207,4 +294,6 @@ class ChartFrame:
 
     def __post_init__(self) -> None:
         self.spec = {**self.spec, **FAST_RENDER}
+        if "title" in self.spec:
+            self.spec["title"] = wrap_title(self.spec["title"])
 

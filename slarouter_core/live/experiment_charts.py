@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import altair as alt
 import numpy as np
 import pandas as pd
 
-from .charts import color_encoding
+from .charts import FRAME, cached_spec, color_channel
 
 #: the colour of the SLA target on every experiment chart
 ALPHA_COLOR = "#c0392b"
@@ -20,27 +21,24 @@ ERROR_BARS = "± 1 std across seeds"
 EXPORT_FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 
 
-def alpha_label(prefix: str = "alpha") -> dict:
+def alpha_label(prefix: str = "alpha") -> alt.Chart:
     """The text layer that names the dashed alpha line ("alpha = 80.0% (target)"): a bare
     dashed line on a chart reads as just another series."""
-    return {"transform": [{"aggregate": [{"op": "mean", "field": "alpha", "as": "alpha"}]},
-                          {"calculate": f"'{prefix} = ' + format(datum.alpha, '.1%') + ' (target)'", "as": "label"}],
-            "mark": {"type": "text", "align": "left", "dx": 4, "dy": -7, "color": ALPHA_COLOR},
-            "encoding": {"y": {"field": "alpha", "type": "quantitative"}, "x": {"value": 0},
-                         "text": {"field": "label"}}}
+    return (alt.Chart().transform_aggregate(alpha="mean(alpha)")
+            .transform_calculate(label=f"'{prefix} = ' + format(datum.alpha, '.1%') + ' (target)'")
+            .mark_text(align="left", dx=4, dy=-7, color=ALPHA_COLOR)
+            .encode(y=alt.Y("alpha:Q"), x=alt.XValue(0), text=alt.Text("label:N")))
 
 
 #: the label of the dashed alpha line on the experiment charts ("alpha = 80.0% (target)")
 ALPHA_LABEL = alpha_label()
 
 
-def alpha_layers(prefix: str = "alpha") -> list[dict]:
+def alpha_layers(prefix: str = "alpha") -> list[alt.Chart]:
     """The dashed alpha rule and its label, always together, so no chart shows the line
     unexplained; ``prefix`` "mean alpha" where the line averages several benchmarks."""
-    rule = {"mark": {"type": "rule", "strokeDash": [6, 4], "color": ALPHA_COLOR},
-            "encoding": {"y": {"aggregate": "mean", "field": "alpha", "type": "quantitative"},
-                         "tooltip": [{"aggregate": "mean", "field": "alpha", "type": "quantitative",
-                                      "format": ".1%", "title": f"{prefix} (target)"}]}}
+    rule = alt.Chart().mark_rule(strokeDash=[6, 4], color=ALPHA_COLOR).encode(
+        y=alt.Y("mean(alpha):Q"), tooltip=alt.Tooltip("mean(alpha):Q", format=".1%", title=f"{prefix} (target)"))
     return [rule, alpha_label(prefix)]
 
 
@@ -68,38 +66,37 @@ def comparison_chart(agg: pd.DataFrame, models: tuple[str, ...] | list[str] = ()
         frame[f"{m}_hi"] = frame[f"{m}_mean"] + std
     unit = str(frame["cost_unit"].iloc[0]) if len(frame) else ""
     seeds = int(frame["seeds"].max()) if "seeds" in frame.columns and len(frame) else 0
-    color = color_encoding("method", list(dict.fromkeys(frame["method"].astype(str))), models, title="method")
-    x = {"field": "cost_mean", "type": "quantitative", "title": f"operating cost ({unit})", "scale": {"zero": False}}
-    y = {"field": "satisfaction_mean", "type": "quantitative", "title": "request satisfaction",
-         "scale": {"zero": False}}
-    bars = [
-        {"mark": {"type": "rule", "opacity": 0.6},
-         "encoding": {"x": {**x, "field": "cost_lo"}, "x2": {"field": "cost_hi"}, "y": y, "color": color}},
-        {"mark": {"type": "rule", "opacity": 0.6},
-         "encoding": {"x": x, "y": {**y, "field": "satisfaction_lo"}, "y2": {"field": "satisfaction_hi"},
-                      "color": color}},
-    ]
-    points = {"mark": {"type": "point", "filled": True, "size": 90},
-              "encoding": {
-                  "x": x, "y": y, "color": color,
-                  "shape": {"field": "SLA", "type": "nominal", "scale": {"domain": ["met", "missed"],
-                                                                           "range": ["circle", "cross"]},
-                            "legend": {"orient": "bottom", "title": "SLA"}},  # never cut at the right edge
-                  "tooltip": [{"field": "method"}, {"field": "cost_mean", "format": ".4g", "title": "cost (mean)"},
-                              {"field": "cost_std", "format": ".2g", "title": "cost (std)"},
-                              {"field": "satisfaction_mean", "format": ".3f", "title": "satisfaction (mean)"},
-                              {"field": "satisfaction_std", "format": ".3f", "title": "satisfaction (std)"},
-                              {"field": "SLA"}]}}
+    return frame, _comparison_spec(unit, seeds, list(dict.fromkeys(frame["method"].astype(str))), list(models),
+                                   list(dict.fromkeys(frame["panel"])))
+
+
+@cached_spec
+def _comparison_spec(unit: str, seeds: int, methods: list[str], models: list[str], panels: list[str]) -> alt.FacetChart:
+    """The Altair chart of :func:`comparison_chart` (it depends on the names, not the numbers)."""
+    color = color_channel("method", methods, models, title="method")
+    x_title, y_title, free = f"operating cost ({unit})", "request satisfaction", alt.Scale(zero=False)
+    x = alt.X("cost_mean:Q", title=x_title, scale=free)
+    y = alt.Y("satisfaction_mean:Q", title=y_title, scale=free)
+    base = alt.Chart().encode(color=color)
+    bars = [base.mark_rule(opacity=0.6).encode(x=alt.X("cost_lo:Q", title=x_title, scale=free), x2=alt.X2("cost_hi"),
+                                               y=y),
+            base.mark_rule(opacity=0.6).encode(x=x, y=alt.Y("satisfaction_lo:Q", title=y_title, scale=free),
+                                               y2=alt.Y2("satisfaction_hi"))]
+    points = base.mark_point(filled=True, size=90).encode(
+        x=x, y=y,
+        shape=alt.Shape("SLA:N", scale=alt.Scale(domain=["met", "missed"], range=["circle", "cross"]),
+                        legend=alt.Legend(orient="bottom", title="SLA")),  # never cut at the right edge
+        tooltip=[alt.Tooltip("method:N"), alt.Tooltip("cost_mean:Q", format=".4g", title="cost (mean)"),
+                 alt.Tooltip("cost_std:Q", format=".2g", title="cost (std)"),
+                 alt.Tooltip("satisfaction_mean:Q", format=".3f", title="satisfaction (mean)"),
+                 alt.Tooltip("satisfaction_std:Q", format=".3f", title="satisfaction (std)"), alt.Tooltip("SLA:N")])
     seeds_text = f"{seeds} seed{'s' if seeds != 1 else ''}"
-    spec = {
-        "title": {"text": "Cost against satisfaction per method",
-                  "subtitle": f"mean over {seeds_text}; error bars {ERROR_BARS}; dashed line: alpha (target)"},
-        "facet": {"field": "panel", "type": "nominal", "title": None, "sort": list(dict.fromkeys(frame["panel"]))},
-        "columns": 2,
-        "resolve": {"scale": {"x": "independent", "y": "independent"}},
-        "spec": {"height": 220, "width": 320, "layer": [*bars, points, *alpha_layers()]},
-    }
-    return frame, spec
+    return (alt.layer(*bars, points, *alpha_layers(), data=FRAME).properties(width=320, height=220)
+            .facet(alt.Facet("panel:N", title=None, sort=panels), columns=2)
+            .resolve_scale(x="independent", y="independent")
+            .properties(title=alt.Title("Cost against satisfaction per method",
+                                        subtitle=f"mean over {seeds_text}; error bars {ERROR_BARS}; "
+                                                 "dashed line: alpha (target)")))
 
 
 def sweep_charts(agg: pd.DataFrame, x: str, x_title: str, log: bool = False,
@@ -119,23 +116,27 @@ def sweep_charts(agg: pd.DataFrame, x: str, x_title: str, log: bool = False,
         cost=("cost_mean", "mean"), satisfaction=("satisfaction_mean", "mean"), alpha=("alpha", "mean")).reset_index()
     unit = str(agg["cost_unit"].iloc[0]) if len(agg) else ""
     several_bench = "benchmark" in agg.columns and agg["benchmark"].nunique() > 1
-    xenc = {"field": x, "type": "quantitative", "title": x_title,
-            **({"scale": {"type": "log"}, "axis": {"format": ".0e"}} if log else {})}
-    out = []
-    for y, title in (("cost", f"operating cost ({unit})"), ("satisfaction", "request satisfaction")):
-        enc: dict[str, Any] = {"x": xenc, "y": {"field": y, "type": "quantitative", "title": title,
-                                                "scale": {"zero": False}},
-                               "color": color_encoding(color, list(dict.fromkeys(frame[color].astype(str))),
-                                                       models, title="method")}
-        if several_fb:
-            enc["strokeDash"] = {"field": "feedback_model", "type": "nominal", "title": "feedback model",
-                                 "legend": {"orient": "bottom", "symbolType": "stroke", "symbolStrokeWidth": 2}}
-        layers = [{"mark": {"type": "line", "point": True}, "encoding": enc}]
-        if y == "satisfaction":
-            layers += alpha_layers("mean alpha" if several_bench else "alpha")
-        out.append((frame, {"title": f"{title.split(' (')[0].capitalize()}, mean over benchmarks",
-                            "height": 260, "layer": layers}))
-    return out
+    names = list(dict.fromkeys(frame[color].astype(str)))
+    alpha_prefix = "mean alpha" if several_bench else "alpha"
+    return [(frame, _sweep_spec(x, x_title, log, color, names, list(models), several_fb, y, title, alpha_prefix))
+            for y, title in (("cost", f"operating cost ({unit})"), ("satisfaction", "request satisfaction"))]
+
+
+@cached_spec
+def _sweep_spec(x: str, x_title: str, log: bool, color: str, names: list[str], models: list[str],
+                several_fb: bool, y: str, y_title: str, alpha_prefix: str) -> alt.LayerChart:
+    """The Altair chart of one of :func:`sweep_charts` (``y``: cost or satisfaction)."""
+    xenc = alt.X(f"{x}:Q", title=x_title, **({"scale": alt.Scale(type="log"), "axis": alt.Axis(format=".0e")}
+                                            if log else {}))
+    line = alt.Chart().mark_line(point=True).encode(
+        x=xenc, y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(zero=False)),
+        color=color_channel(color, names, models, title="method"))
+    if several_fb:
+        line = line.encode(strokeDash=alt.StrokeDash(
+            "feedback_model:N", title="feedback model",
+            legend=alt.Legend(orient="bottom", symbolType="stroke", symbolStrokeWidth=2)))
+    layers = [line] + (alpha_layers(alpha_prefix) if y == "satisfaction" else [])
+    return alt.layer(*layers, title=f"{y_title.split(' (')[0].capitalize()}, mean over benchmarks", height=260)
 
 
 # -- export -------------------------------------------------------------------------------

@@ -511,7 +511,7 @@ def shat_bars(models: tuple[str, ...] | list[str], before: np.ndarray | None, af
     spec = {"title": title, "height": 170, "layer": [
         {"mark": {"type": "bar"},
          "encoding": {"x": {"field": "model", "type": "nominal", "sort": list(models), "title": None,
-                            "axis": {"labelAngle": 0}},
+                            "axis": {"labelAngle": -40, "labelLimit": 0}},
                       "xOffset": {"field": "when", "sort": list(WHEN)},
                       "y": {"field": "shat", "type": "quantitative", "title": "shat", "scale": {"domain": [0, 1]},
                             "axis": {"format": "%"}},

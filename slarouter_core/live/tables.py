@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 
+import altair as alt
 import numpy as np
 import pandas as pd
 
 from ..baselines import static_mixture_lp
 from ..data import RoutingData
-from .charts import color_encoding
+from .charts import FRAME, cached_spec, color_channel
 
 # -- display helpers ----------------------------------------------------------------------
 def display_scale(unit: str) -> tuple[float, str]:
@@ -134,39 +135,92 @@ def zoo_chart(data: RoutingData, per_benchmark: bool = True, legend: bool = True
     A model that costs 0 has no place on a log axis: the axis is then linear, and says so.
     """
     frame = zoo_chart_frame(data, per_benchmark)
-    models = list(data.models)
     log = bool((frame["cost"] > 0).all())
-    unit = data.cost_unit
-    x = {"field": "cost", "type": "quantitative",
-         "title": f"{unit}/request ({'log scale' if log else 'linear: a model costs 0'})",
-         "scale": {"type": "log"} if log else {"zero": True}}
-    y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"zero": False},
-         "axis": {"format": ".0%"}}
-    color = color_encoding("series", models + [FRONTIER], models,
-                           title="model (cheapest first)" if legend else None,
-                           width=3 * width)  # the legend sits below three panels
-    tooltip = [{"field": "series", "title": "model"}, {"field": "benchmark"},
-               {"field": "accuracy", "format": ".3f"}, {"field": "cost/request", "title": "mean cost"}]
-    layers: list[dict] = [
-        {"transform": [{"filter": "datum.kind == 'frontier'"}],
-         "mark": {"type": "line", "strokeWidth": 2},
-         "encoding": {"x": x, "y": y, "color": color, "order": {"field": "order"},
-                      "tooltip": [{"field": "series"}, {"field": "accuracy", "title": "target", "format": ".3f"},
-                                  {"field": "cost/request", "title": "cheapest mix costs"}]}},
-        {"transform": [{"filter": "datum.kind == 'model'"}],
-         "mark": {"type": "point", "filled": True, "size": 80, "stroke": "#333333", "strokeWidth": 0.6,
-                  "opacity": 1},
-         "encoding": {"x": x, "y": y, "color": color, "tooltip": tooltip}},
+    return frame, _zoo_spec(list(data.models), data.cost_unit, log, legend, labels,
+                            list(dict.fromkeys(frame["benchmark"])), width, height)
+
+
+@cached_spec
+def _zoo_spec(models: list[str], unit: str, log: bool, legend: bool, labels: bool, panels: list[str], width: int,
+              height: int) -> alt.TopLevelMixin:
+    """The Altair chart of :func:`zoo_chart` (it depends on the names, not the numbers)."""
+    x = alt.X("cost:Q", title=f"{unit}/request ({'log scale' if log else 'linear: a model costs 0'})",
+              scale=alt.Scale(type="log") if log else alt.Scale(zero=True))
+    y = alt.Y("accuracy:Q", title="accuracy", scale=alt.Scale(zero=False), axis=alt.Axis(format=".0%"))
+    color = color_channel("series", models + [FRONTIER], models,
+                          title="model (cheapest first)" if legend else None,
+                          width=3 * width)  # the legend sits below three panels
+    base = alt.Chart().encode(x=x, y=y)
+    model_rows = base.transform_filter("datum.kind == 'model'")
+    layers = [
+        base.transform_filter("datum.kind == 'frontier'").mark_line(strokeWidth=2).encode(
+            color=color, order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("series:N"), alt.Tooltip("accuracy:Q", title="target", format=".3f"),
+                     alt.Tooltip("cost/request:N", title="cheapest mix costs")]),
+        model_rows.mark_point(filled=True, size=80, stroke="#333333", strokeWidth=0.6, opacity=1).encode(
+            color=color, tooltip=[alt.Tooltip("series:N", title="model"), alt.Tooltip("benchmark:N"),
+                                  alt.Tooltip("accuracy:Q", format=".3f"),
+                                  alt.Tooltip("cost/request:N", title="mean cost")]),
     ]
     if labels and len(models) <= LABEL_MODELS:
-        layers.append({"transform": [{"filter": "datum.kind == 'model'"}],
-                       "mark": {"type": "text", "align": "left", "dx": 7, "dy": -6, "fontSize": 10,
-                                "color": "#333333"},
-                       "encoding": {"x": x, "y": y, "text": {"field": "series"}}})
-    panels = frame["benchmark"].nunique()
-    if panels == 1:
-        return frame, {"height": height, "layer": layers}
-    return frame, {"facet": {"field": "benchmark", "type": "nominal", "title": None,
-                             "sort": list(dict.fromkeys(frame["benchmark"]))},
-                   "columns": min(panels, 3), "resolve": {"scale": {"x": "independent", "y": "independent"}},
-                   "spec": {"width": width, "height": height, "layer": layers}}
+        layers.append(model_rows.mark_text(align="left", dx=7, dy=-6, fontSize=10, color="#333333")
+                      .encode(text=alt.Text("series:N")))
+    if len(panels) == 1:
+        return alt.layer(*layers, height=height)
+    return (alt.layer(*layers, data=FRAME).properties(width=width, height=height)
+            .facet(alt.Facet("benchmark:N", title=None, sort=panels), columns=min(len(panels), 3))
+            .resolve_scale(x="independent", y="independent"))
+
+
+# -- data grids that fit the page -------------------------------------------------------------
+#: the main column's width (px) at a 1400 px window with the sidebar open, less a margin
+MAIN_WIDTH = 900
+#: the data grid's 14 px font: px per character (generous: capitals and digits are wide),
+#: and a cell's padding plus a header's sort and help icons
+GRID_CHAR_PX = 7.0
+GRID_PAD_PX = 28
+
+
+def grid_cell_text(value: object, number_format: str = "%.4g") -> str:
+    """A cell as the grid writes it (floats with ``number_format``, booleans as a box)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "[x]"
+    if isinstance(value, (float, np.floating)):
+        return "" if not math.isfinite(float(value)) else number_format % float(value)
+    return str(value)
+
+
+def grid_columns(table: pd.DataFrame, short: dict[str, str] | None = None,
+                 number_format: str = "%.4g") -> dict[str, dict]:
+    """Per column of a data grid: ``label`` (``short`` names for long headers; the full
+    name becomes the header's ``help``), ``width`` in px wide enough for the label and
+    every cell, and the ``format`` of float columns (None for others).
+
+    A data grid cuts what does not fit its column with an ellipsis, and a grid wider than
+    the page scrolls sideways, hiding its last columns: at 1400 px an 11-model zoo's
+    tables did both. The widths' sum (:func:`grid_width`) is then what the page must have
+    room for (:data:`MAIN_WIDTH` at 1400 px)."""
+    short = short or {}
+    out: dict[str, dict] = {}
+    for col in table.columns:
+        label = short.get(str(col), str(col))
+        is_float = pd.api.types.is_float_dtype(table[col])
+        cells = [grid_cell_text(v, number_format) for v in table[col]]
+        chars = max([len(label)] + [len(c) for c in cells])
+        out[str(col)] = {"label": label, "width": int(math.ceil(chars * GRID_CHAR_PX + GRID_PAD_PX)),
+                         "help": str(col) if label != str(col) else None,
+                         "format": number_format if is_float else None}
+    return out
+
+
+def grid_width(columns: dict[str, dict]) -> int:
+    """The px a grid of :func:`grid_columns` needs to show every column whole."""
+    return sum(c["width"] for c in columns.values())
+
+
+def short_names(models: tuple[str, ...] | list[str]) -> list[str]:
+    """Model names without their vendor prefix ("meta-llama/Llama-3.1-8B" to "Llama-3.1-8B")
+    where that keeps them apart: for a narrow column (the full names stay in its header's
+    help and on the page around it)."""
+    tails = [str(m).rsplit("/", 1)[-1] for m in models]
+    return tails if len(set(tails)) == len(tails) else [str(m) for m in models]

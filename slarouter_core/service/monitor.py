@@ -9,12 +9,20 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import altair as alt
 import httpx
 import numpy as np
 import pandas as pd
 
-from ..live.charts import MAX_POINTS, RATIO_WINDOW, ChartFrame, _line_spec, _long
+from ..live.charts import (MAX_POINTS, RATIO_WINDOW, ChartFrame, _chart_spec, _long, color_encoding, series_color,
+                           vl_spec)
 from ..metrics import running_mean, thin_indices
+
+
+#: the service's own line on the cost chart (the single models' lines are estimates)
+OURS = "SLARouter (reported usage)"
+#: one unnamed series: no legend
+NO_LEGEND = {"field": "series", "type": "nominal", "legend": None}
 
 
 class ServiceUnreachable(RuntimeError):
@@ -99,23 +107,27 @@ class ServiceView:
         idx = thin_indices(k, max_points)
         t = t_all[idx]
         out = [ChartFrame("queue", _long(t, {"Q": np.array([r["q"] for r in rows], np.float64)[idx]}),
-                          _line_spec("Virtual queue Q_t (decision queue)", "Q", color_title=None))]
+                          _chart_spec("Virtual queue Q_t (decision queue)", "Q", NO_LEGEND, None))]
 
         cost = np.array([r["cost"] or 0.0 for r in rows], np.float64)
         est = np.array([r["est_costs"] for r in rows], np.float64).reshape(k, M)
-        series = {"SLARouter (reported usage)": np.cumsum(cost)[idx]}
-        series.update({f"only {n} (estimated)": np.cumsum(est[:, j])[idx] for j, n in enumerate(names)})
+        series = {OURS: np.cumsum(cost)[idx]}
+        series.update({f"only {n}": np.cumsum(est[:, j])[idx] for j, n in enumerate(names)})
+        # as on Live run: the router solid in its mode's colour, each model dotted in its own
+        color = color_encoding("series", list(series), names, "router (reported usage), single models (estimated)")
+        color["scale"]["range"][0] = series_color(str(self.state.get("mode", "")))
+        dash = {"field": "series", "type": "nominal", "legend": None,
+                "scale": {"domain": list(series), "range": [[1, 0]] + [[2, 2]] * M}}
         out.append(ChartFrame("cost", _long(t, series),
-                              _line_spec("Cumulative cost over the requests shown", "cost", color_title="router",
-                                         domain=list(series))))
+                              _chart_spec("Cumulative cost over the requests shown", "cost", color, None, dash=dash)))
 
         s_used = np.array([r["shat"] if r["feedback"] is None else r["feedback"] for r in rows], np.float64)
         alpha = float(self.state["alpha"])
         out.append(ChartFrame("satisfaction",
                               _long(t, {"running satisfaction (thumbs where given, else predicted)":
                                         running_mean(s_used)[idx]}),
-                              _line_spec("Running request satisfaction (estimated)", "satisfaction",
-                                         color_title=None, rule=alpha, rule_label=f"alpha = {alpha:.3f}")))
+                              _chart_spec("Running request satisfaction (estimated)", "satisfaction", NO_LEGEND,
+                                          None, rule=alpha, rule_label=f"alpha = {alpha:.3f}")))
 
         served = np.array([-1 if r["served"] is None else r["served"] for r in rows], np.int64)
         onehot = np.zeros((k, M))
@@ -130,8 +142,9 @@ class ServiceView:
         ratio = _long(t_all[band] if k else band, {n: upper[:, j] for j, n in enumerate(names)})
         ratio["lo"] = (ratio["value"].to_numpy() - share.T.reshape(-1)).astype(np.float32)
         out.append(ChartFrame("ratio", ratio,
-                              _line_spec(f"Model call ratio (last {RATIO_WINDOW} requests)", "share of calls",
-                                         color_title="model (cheapest first)", area=True, domain=names)))
+                              _chart_spec(f"Model call ratio (last {RATIO_WINDOW} requests)", "share of calls",
+                                          color_encoding("series", names, names, "model (cheapest first)"), None,
+                                          area=True, percent=True, y_domain=[0.0, 1.0])))
 
         kinds = ["exploration", "feedback", "backend failure"]
         masks = [np.array([r["explored"] for r in rows], bool), np.array([r["feedback"] is not None for r in rows], bool),
@@ -140,11 +153,9 @@ class ServiceView:
         ev = pd.DataFrame({"t": np.concatenate(events).astype(np.int32) if k else np.zeros(0, np.int32),
                            "event": pd.Categorical.from_codes(
                                np.repeat(np.arange(3, dtype=np.int8), [len(e) for e in events]), categories=kinds)})
-        spec = {"title": "Where exploration, feedback and backend failures happened", "height": {"step": 34},
-                "mark": {"type": "tick", "thickness": 1.5, "opacity": 0.8},
-                "encoding": {"x": {"field": "t", "type": "quantitative", "title": "request"},
-                             "y": {"field": "event", "type": "nominal", "title": None},
-                             "color": {"field": "event", "type": "nominal", "legend": None}}}
+        spec = vl_spec(alt.Chart().mark_tick(thickness=1.5, opacity=0.8).encode(
+            x=alt.X("t:Q", title="request"), y=alt.Y("event:N", title=None), color=alt.Color("event:N", legend=None),
+        ).properties(title="Where exploration, feedback and backend failures happened", height=alt.Step(34)))
         out.append(ChartFrame("events", ev, spec))
         return out
 

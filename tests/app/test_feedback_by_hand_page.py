@@ -11,6 +11,7 @@ import pyarrow as pa
 from slarouter_core.simulator import stream_plan_full
 
 from .conftest import open_app
+from slarouter_core.live.charts import title_text
 
 PAGE = "pages/feedback_by_hand.py"
 
@@ -20,7 +21,7 @@ def metric(at, label: str) -> str:
 
 
 def charts(at) -> dict:
-    return {json.loads(c.proto.spec)["title"].split(" (")[0]: c for c in at.main.get("vega_lite_chart")}
+    return {title_text(json.loads(c.proto.spec)).split(" (")[0]: c for c in at.main.get("vega_lite_chart")}
 
 
 def chart_rows(chart) -> list[dict]:
@@ -134,8 +135,9 @@ def test_several_routers_decide_the_same_request_and_you_judge_one_answer():
             break
     assert len(cur.answers()) > 1
     assert len({r.row for r in cur.requests.values()}) == 1  # one request, three decisions
-    for mode, req in cur.requests.items():
-        assert metric(at, f"Served by ({mode})") == hand.data.models[req.decision.model]
+    said = " ".join(m.value for m in at.markdown)
+    for mode, req in cur.requests.items():  # each router's box names the model it served, in full
+        assert f"**{mode}** serves **{hand.data.models[req.decision.model]}**" in said
     radio = at.radio(key=f"judge_{cur.id}")
     pick = radio.options[-1]
     judged_router = next(m for m in cur.requests if m in pick.split("served by ")[1])

@@ -12,6 +12,7 @@ from slarouter_core.data import load_parquet
 from slarouter_core.live import BELIEF_KINDS
 
 from .conftest import APP, open_app
+from slarouter_core.live.charts import title_text
 
 PAGE = "pages/live_run.py"
 
@@ -46,7 +47,7 @@ def charts_by_key(at) -> dict:
     """Charts by a short key (the first word of their title; call ratios by router)."""
     out = {}
     for c in at.main.get("vega_lite_chart"):
-        title = json.loads(c.proto.spec)["title"]
+        title = title_text(json.loads(c.proto.spec))
         key = title.split(" (")[0]
         out[key] = c
     return out
@@ -78,7 +79,7 @@ def test_long_histories_are_thinned_to_about_2000_points():
     at = open_app(PAGE, tick="2500")
     at.button(key="w_step").click().run()
     streaming = [c for c in at.main.get("vega_lite_chart")
-                 if json.loads(c.proto.spec)["title"].split(" (")[0] not in ("Cost against satisfaction",
+                 if title_text(json.loads(c.proto.spec)).split(" (")[0] not in ("Cost against satisfaction",
                                                                            "Where exploration and feedback happened")]
     assert len(streaming) == 6
     for chart in streaming:

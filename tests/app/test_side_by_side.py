@@ -14,6 +14,7 @@ from slarouter_core.live import ROUTER_COLORS, color_encoding, human_cost, model
 from slarouter_core.live.charts import HALF_WIDTH, legend_columns
 
 from .conftest import open_app
+from slarouter_core.live.charts import title_text
 
 PAGE = "pages/live_run.py"
 
@@ -26,7 +27,7 @@ def specs(at) -> dict[str, tuple[dict, object]]:
     out = {}
     for c in at.main.get("vega_lite_chart"):
         spec = json.loads(c.proto.spec)
-        out[spec["title"].split(" (")[0]] = (spec, c)
+        out[title_text(spec).split(" (")[0]] = (spec, c)
     return out
 
 

@@ -32,6 +32,35 @@ def blank_right_edge(png: bytes, columns: int = 3) -> bool:
     return strip.getextrema()[0] >= 235  # the darkest pixel there
 
 
+#: a data grid (drawn on a canvas) scrolls sideways when its columns are wider than the page
+GRID_SCROLLS = """els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length"""
+#: metric values, labels and deltas, with whatever element inside them cuts the text
+METRICS = ("[data-testid='stMetricValue'], [data-testid='stMetricValue'] *, [data-testid='stMetricLabel'], "
+           "[data-testid='stMetricLabel'] *, [data-testid='stMetricDelta']")
+
+
+def settled_shot(page, locator, path) -> None:
+    """A screenshot of ``locator`` once the page has finished its rerun (a grid drawn
+    again meanwhile is a new element: try again)."""
+    from playwright.sync_api import Error
+
+    for attempt in range(3):
+        page.wait_for_selector(IDLE)
+        page.wait_for_timeout(700)
+        try:
+            locator.scroll_into_view_if_needed()
+            locator.screenshot(path=path)
+            return
+        except Error:
+            if attempt == 2:
+                raise
+
+
+@pytest.fixture(scope="module")
+def zoo11(tmp_path_factory):
+    return write_parquet(dollar_zoo(11), tmp_path_factory.mktemp("zoo") / "zoo11.parquet")
+
+
 @pytest.fixture(scope="module")
 def page(browser):
     p = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -40,10 +69,10 @@ def page(browser):
     p.close()
 
 
-def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_url, page, tmp_path):
+def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_url, page, tmp_path, zoo11):
     from playwright.sync_api import expect
 
-    path = write_parquet(dollar_zoo(11), tmp_path / "zoo11.parquet")
+    path = zoo11
     page.goto(f"{app_url}/live_run?" + urlencode({"enc": "hashing", "src": "path", "path": str(path),
                                                    "cost": "cost_usd", "tick": "200"}))
     page.wait_for_selector(IDLE)
@@ -62,18 +91,51 @@ def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_u
         png = chart.screenshot(path=str(tmp_path / f"chart{i}.png"))
         assert blank_right_edge(png), f"chart {i} draws up to its right edge (a cut legend or label)"
     # metric values and deltas whole, and the sidebar's zoo table wraps instead of cutting
-    cut = page.locator("[data-testid='stMetricValue'], [data-testid='stMetricDelta'], "
-                       "[data-testid='stMetricLabel']").evaluate_all(CUT)
-    assert cut == []
+    assert page.locator(METRICS).evaluate_all(CUT) == []
     cells = page.locator("[data-testid='stSidebar'] [data-testid='stTable'] td, "
                          "[data-testid='stSidebar'] [data-testid='stTable'] th")
     assert cells.count() >= 11 * 3
     assert cells.evaluate_all(CUT) == []
+    # ... and the table itself is not wider than the sidebar (its last column was cut)
+    assert page.locator("[data-testid='stSidebar'] [data-testid='stTable'], "
+                        "[data-testid='stSidebar'] [data-testid='stTable'] > div").evaluate_all(CUT) == []
     expect(page.locator("[data-testid='stSidebar']")).to_contain_text("mistralai/Mistral-Large-2411")
     # the story says who holds the SLA against both references
     story = page.locator(".st-key-live_story")
     expect(story).to_contain_text("the static mixture's cost")
     expect(story).to_contain_text("the most accurate model")
+
+
+def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_url, page, tmp_path, zoo11):
+    """Feedback by hand's metrics and explanation grid, and the Experiments page's table,
+    on the 11-model zoo at 1400 px: no value cut, no grid scrolling sideways (screenshots
+    in tmp_path)."""
+    from playwright.sync_api import expect
+
+    query = urlencode({"enc": "hashing", "src": "path", "path": str(zoo11), "cost": "cost_usd"})
+    page.goto(f"{app_url}/feedback_by_hand?{query}")
+    page.wait_for_selector(IDLE)
+    page.get_by_role("button", name="Next request from the stream").click()
+    main = page.locator("[data-testid='stMain']")
+    expect(main).to_contain_text("serves")
+    page.wait_for_selector(IDLE)
+    expect(page.locator("[data-testid='stMetricValue']").first).to_be_visible()
+    assert page.locator(METRICS).evaluate_all(CUT) == []
+    grid = main.locator("[data-testid='stDataFrame']").first
+    settled_shot(page, grid, str(tmp_path / "hand_grid.png"))
+    assert grid.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
+    page.goto(f"{app_url}/experiments_page?{query}&seed=1")
+    page.wait_for_selector(IDLE)
+    page.get_by_label("Seeds (comma separated)").first.fill("1")
+    page.get_by_label("Seeds (comma separated)").first.press("Enter")
+    page.wait_for_selector(IDLE)
+    page.get_by_role("button", name="Run comparison").click()
+    expect(main).to_contain_text("Per method", timeout=240_000)
+    page.wait_for_selector(IDLE)
+    grids = main.locator("[data-testid='stDataFrame']")
+    expect(grids).to_have_count(1)
+    settled_shot(page, grids.first, str(tmp_path / "experiments_grid.png"))
+    assert grids.first.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
 
 
 @pytest.mark.parametrize("link", ["live_run?enc=hashing&fbmodel=zzz&seed=nan&alpha=1e400&routers=",

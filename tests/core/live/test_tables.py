@@ -81,7 +81,7 @@ def test_the_chart_of_an_11_model_dollar_zoo(zoo11):
     assert colour["scale"]["range"] == model_colors(zoo11.models) + [REFERENCE_COLORS["static mixture"]]
     assert colour["legend"]["labelLimit"] == 0  # long model names are not cut
     assert len(layers) == 2  # 11 names beside their points would overlap: tooltips instead
-    assert {"field": "series", "title": "model"} in layers[1]["encoding"]["tooltip"]
+    assert {"field": "series", "title": "model", "type": "nominal"} in layers[1]["encoding"]["tooltip"]
 
 
 def test_small_zoos_get_names_beside_their_points_and_one_panel_without_facets():
