@@ -121,6 +121,29 @@ def test_a_dear_model_shown_worse_is_no_longer_explored():
     pol.blind_pos[:] = [60, 90, 0]
     assert 2 in pol.candidates()  # no label proves nothing
     assert ContextualPolicy(ContextualConfig(prune=False), 0.8, 3, 4).candidates().tolist() == [0, 1, 2]
+    pol.blind_pos[:], pol.blind_cnt[:] = [60, 90, 20], [100, 100, 100]
+    pol.cert.at_risk = True  # the models it believes in cannot carry the SLA: all come back
+    assert list(pol.candidates()) == [0, 1, 2]
+
+
+def test_a_surplus_is_spent_only_beyond_the_bound_width_and_over_the_rest_of_the_window():
+    """A deficit is repaid over ``max(h_min, h t)`` requests; a surplus may be luck, so only
+    what exceeds the bound's current width is spent, spread over the rest of the window."""
+    def after(ys):
+        c = Certificate(0.8, 0.05, "window", 1000)
+        for i, y in enumerate(ys):
+            c.account(0.8, None, y if i % 2 == 0 else None)  # thumbs on every other step
+        return c
+    base = lambda c: 0.8 + c.final_margin() / c.window  # noqa: E731  (the path's own rate)
+    behind = after([1.0] * 70 + [0.0] * 30)  # 70% against 80%: 10 requests short (and the margin)
+    assert behind.target_rate(0.05, 50) == pytest.approx(base(behind) + behind.shortfall() / 50)
+    slight = after([1.0] * 84 + [0.0] * 16)  # ahead by less than the bound's width: nothing spent
+    assert slight.shortfall() < 0 < slight.shortfall() + slight.width(slight.var)
+    assert slight.target_rate(0.05, 50) == pytest.approx(base(slight))
+    far = after([1.0] * 100)  # far ahead: only the part beyond the width, over the 900 left
+    spend = far.shortfall() + far.width(far.var)
+    assert spend < 0
+    assert far.target_rate(0.05, 50) == pytest.approx(base(far) + spend / 900)
 
 
 def test_exploration_spends_little_on_a_dear_useless_model():
