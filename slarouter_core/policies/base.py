@@ -26,6 +26,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from ..validation import Checked
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,9 @@ class PolicyInfo:
 
 
 @dataclass(frozen=True)
-class PolicyConfig:
-    """Base of a policy's own frozen settings: plain fields, checked in ``__post_init__``;
+class PolicyConfig(Checked):
+    """Base of a policy's own frozen settings: fields declared with their rules
+    (:func:`validation.param`), checked on construction by :class:`validation.Checked`;
     a nested dataclass field may be given as a dict."""
 
     def to_dict(self) -> dict:
