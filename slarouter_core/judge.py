@@ -27,20 +27,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .validation import Checked, Range, param
+
 
 @dataclass(frozen=True)
-class JudgeModel:
+class JudgeModel(Checked):
     """Simulated judge: flips true labels with the given error rates."""
 
-    fpr: float
-    fnr: float
+    fpr: float = param(check=Range(low=0.0, high=1.0))
+    fnr: float = param(check=Range(low=0.0, high=1.0))
     name: str = "judge"
-
-    def __post_init__(self) -> None:
-        for k in ("fpr", "fnr"):
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= v <= 1.0):
-                raise ValueError(f"{k} must be a probability in [0, 1], got {v!r}")
 
     def agreement(self, base_rate: float) -> float:
         """Expected agreement with the truth when a share ``base_rate`` of labels are 1."""
