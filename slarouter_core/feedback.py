@@ -49,12 +49,12 @@ router that does not use the judge where thumbs exist records only the thumbs th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from .judge import JudgeModel
-from .validation import Checked, Choice, Instance, Range, param
+from .validation import Checked, Choice, Instance, Range, check_number, param
 
 FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
 KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
@@ -112,11 +112,14 @@ class FeedbackConfig(Checked):
     def is_default(self) -> bool:
         return self.kind == "iid" and self.judge is None and self.judge_fill is None
 
-    def check_rate(self, rate: float) -> None:
-        """Raise if ``rate`` cannot be realised by this model."""
+    def check_rate(self, rate: Any, name: str = "feedback_rate") -> float:
+        """The one check of a feedback rate: a share in [0, 1] that this model can realise
+        (bursty: at most ``on_fraction``); returns it as a float."""
+        rate = check_number(name, rate, low=0.0, high=1.0)
         if self.kind == "bursty" and rate / self.on_fraction > 1 + 1e-12:
             raise ValueError(f"bursty feedback: rate {rate} / on_fraction {self.on_fraction} exceeds 1; "
                              "raise on_fraction or lower the rate")
+        return rate
 
     def to_dict(self) -> dict:
         d = asdict(self)

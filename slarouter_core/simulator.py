@@ -44,14 +44,14 @@ def single_threaded_blas():
 @dataclass(frozen=True)
 class SimulationConfig(Checked):
     router: RouterConfig = param(check=Instance(RouterConfig))
-    feedback_rate: float = param(0.2, Range(low=0.0, high=1.0))
+    feedback_rate: float = 0.2  # checked by the feedback model (FeedbackConfig.check_rate)
     seed: int = param(42, Int(low=0))
     shuffle: bool = param(True, Bool())
     feedback: FeedbackConfig = param(FeedbackConfig(), Instance(FeedbackConfig))
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.feedback.check_rate(float(self.feedback_rate))
+        self.feedback.check_rate(self.feedback_rate)
 
     def to_dict(self) -> dict:
         return {"router": self.router.to_dict(), "feedback_rate": self.feedback_rate,

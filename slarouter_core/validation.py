@@ -86,19 +86,21 @@ CHECK = "slarouter.check"
 
 @dataclass(frozen=True)
 class Range:
-    """A finite real number within the bounds (None: no bound); ``optional``: or None."""
+    """A finite real number within the bounds (None: no bound); ``optional``: or None;
+    ``to_float``: stored as a float (an integer given in a file reads back as a float)."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
     optional: bool = False
+    to_float: bool = False
 
     def __call__(self, name: str, value: Any) -> Any:
         if value is None and self.optional:
             return None
-        check_number(name, value, low=self.low, high=self.high, low_open=self.low_open, high_open=self.high_open)
-        return value
+        x = check_number(name, value, low=self.low, high=self.high, low_open=self.low_open, high_open=self.high_open)
+        return x if self.to_float and type(value) is not float else value
 
 
 @dataclass(frozen=True)

@@ -99,13 +99,12 @@ def common_stream(data: RoutingData, seed: int, feedback_rate: float, feedback: 
     comes from the simulator's own builder (looked up at call time), the one SLARouter's
     simulation uses.
     """
-    if isinstance(feedback_rate, bool) or not 0.0 <= float(feedback_rate) <= 1.0:
-        raise ValueError(f"feedback_rate must be in [0, 1], got {feedback_rate!r}")
+    fcfg = feedback_or_default(feedback)
+    rate = fcfg.check_rate(float(feedback_rate) if isinstance(feedback_rate, np.floating) else feedback_rate)
     if data.n_requests == 0:
         raise ValueError("the stream is empty: nothing to route")
-    fcfg = feedback_or_default(feedback)
     groups = data.benchmarks if fcfg.kind == "drift" else None
-    return simulator.stream_plan_full(data.n_requests, data.solved, float(feedback_rate), int(seed), True,
+    return simulator.stream_plan_full(data.n_requests, data.solved, rate, int(seed), True,
                                       fcfg, groups)
 
 
