@@ -3,6 +3,13 @@
 ``check_number("h", 0.0, low=0.0, low_open=True)`` raises
 ``ValueError("h must be a finite number > 0, got 0.0")``. Booleans are not numbers here
 (``True`` is not a valid ``c``), and NaN or infinity never pass.
+
+A frozen config does not call these by hand: it declares each field's rule beside its
+default (``h: float = param(0.05, Range(low=0.0, low_open=True))``) and inherits
+:class:`Checked`, whose one ``__post_init__`` applies them (as scikit-learn declares
+``_parameter_constraints`` once instead of checking in each estimator). The rules are
+:class:`Range`, :class:`Int`, :class:`Bool`, :class:`Choice`, :class:`Alpha` (the one
+alpha check, :func:`check_alpha`) and :class:`Instance`.
 """
 
 from __future__ import annotations
