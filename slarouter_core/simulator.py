@@ -23,7 +23,7 @@ from .feedback import (NO_FEEDBACK, FeedbackConfig, FeedbackPlan, VerdictsInFlig
 from .metrics import Summary, summarize
 from .router import RouterConfig, SLARouter
 from .serving import serve_stream
-from .validation import Bool, Checked, Instance, Int, Range, param
+from .validation import Bool, Checked, Instance, Int, param
 
 PAPER_SEEDS = (42, 1, 1234)
 

@@ -75,11 +75,6 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return value
 
 
-def check_optional_number(name: str, value: Any, **bounds: Any) -> float | None:
-    """None, or a number as :func:`check_number` accepts it."""
-    return None if value is None else check_number(name, value, **bounds)
-
-
 # -- declared constraints -----------------------------------------------------------------
 # A frozen config declares each field's rule next to its default,
 #     c: float = param(0.1, Range(low=0.0))
