@@ -15,12 +15,16 @@ from .. import simulator
 from ..data import RoutingData
 from ..feedback import FeedbackConfig, FeedbackPlan
 from ..metrics import Summary, summarize
-from ..validation import check_alpha  # noqa: F401 - the baselines check alpha as the router does
+from ..validation import Choice, check_alpha  # noqa: F401 - the baselines check alpha as the router does
 
 #: tolerance used when deciding whether a fraction / LP variable is non-zero
 FRACTION_TOL = 1e-9
 #: CARROT's mu grid and (by default) Causal's lambda grid: 0, 0.05, ..., 1
 TRADEOFF_GRID = tuple(round(0.05 * i, 2) for i in range(21))
+
+#: the offline methods' ``budget`` param: their training labels matched to the stream's
+#: feedback budget, or the whole history
+BUDGETS = Choice(("matched", "full"))
 
 # seed-sequence tags: every random draw of a method derives from (seed, tag); kept
 # together so that a new tag cannot collide with another method's
