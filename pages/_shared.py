@@ -277,11 +277,6 @@ def embeddings(data: RoutingData, spec: DataSpec | None = None) -> np.ndarray | 
     return emb
 
 
-def show_problems(exc: Exception) -> None:
-    """A validation error as plain sentences, one per line, naming uploads by their own name."""
-    st.error("The data could not be used:\n\n" + "\n".join(f"- {p}" for p in problem_lines(exc)))
-
-
 def fmt(x: float, digits: int = 3) -> str:
     return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}g}"
 

@@ -49,12 +49,12 @@ router that does not use the judge where thumbs exist records only the thumbs th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from .judge import JudgeModel
-from .validation import check_choice, check_number
+from .validation import Checked, Choice, Instance, Range, check_number, param
 
 FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
 KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
@@ -88,32 +88,22 @@ def n_thumbs(codes) -> int:
 
 
 @dataclass(frozen=True)
-class FeedbackConfig:
+class FeedbackConfig(Checked):
     """How feedback is given in a simulated stream (see the module docstring)."""
 
-    kind: FeedbackKind = "iid"
-    burst_length: float = 50.0
-    on_fraction: float = 0.25
-    negative_ratio: float = 3.0
-    delay: float = 50.0
-    delay_dist: Literal["fixed", "geometric"] = "fixed"
-    drift_mix: float = 0.1
-    judge: JudgeModel | None = None
-    judge_fill: JudgeModel | None = None
-    judge_budget: float = 1.0
+    kind: FeedbackKind = param("iid", Choice(KINDS), label="feedback kind")
+    burst_length: float = param(50.0, Range(low=1.0))
+    on_fraction: float = param(0.25, Range(low=0.0, high=1.0, low_open=True))
+    negative_ratio: float = param(3.0, Range(low=0.0, low_open=True))
+    delay: float = param(50.0, Range(low=0.0))
+    delay_dist: Literal["fixed", "geometric"] = param("fixed", Choice(("fixed", "geometric")))
+    drift_mix: float = param(0.1, Range(low=0.0, high=0.5))
+    judge: JudgeModel | None = param(None, Instance(JudgeModel, optional=True, from_dict=True))
+    judge_fill: JudgeModel | None = param(None, Instance(JudgeModel, optional=True, from_dict=True))
+    judge_budget: float = param(1.0, Range(low=0.0, high=1.0))
 
     def __post_init__(self) -> None:
-        check_choice("feedback kind", self.kind, KINDS)
-        check_number("burst_length", self.burst_length, low=1.0)
-        check_number("on_fraction", self.on_fraction, low=0.0, high=1.0, low_open=True)
-        check_number("negative_ratio", self.negative_ratio, low=0.0, low_open=True)
-        check_number("delay", self.delay, low=0.0)
-        check_choice("delay_dist", self.delay_dist, ("fixed", "geometric"))
-        check_number("drift_mix", self.drift_mix, low=0.0, high=0.5)
-        for name in ("judge", "judge_fill"):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), JudgeModel):
-                raise TypeError(f"{name} must be a JudgeModel or None")
-        check_number("judge_budget", self.judge_budget, low=0.0, high=1.0)
+        super().__post_init__()
         if self.judge is not None and self.judge_fill is not None:
             raise ValueError("judge (the judge replaces the users' thumbs) and judge_fill (it fills in "
                              "where they gave none) cannot both be set")
@@ -122,11 +112,14 @@ class FeedbackConfig:
     def is_default(self) -> bool:
         return self.kind == "iid" and self.judge is None and self.judge_fill is None
 
-    def check_rate(self, rate: float) -> None:
-        """Raise if ``rate`` cannot be realised by this model."""
+    def check_rate(self, rate: Any, name: str = "feedback_rate") -> float:
+        """The one check of a feedback rate: a share in [0, 1] that this model can realise
+        (bursty: at most ``on_fraction``); returns it as a float."""
+        rate = check_number(name, rate, low=0.0, high=1.0)
         if self.kind == "bursty" and rate / self.on_fraction > 1 + 1e-12:
             raise ValueError(f"bursty feedback: rate {rate} / on_fraction {self.on_fraction} exceeds 1; "
                              "raise on_fraction or lower the rate")
+        return rate
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -136,13 +129,7 @@ class FeedbackConfig:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "FeedbackConfig":
-        if not d:
-            return cls()
-        d = dict(d)
-        for name in ("judge", "judge_fill"):
-            if d.get(name) is not None:
-                d[name] = JudgeModel(**d[name])
-        return cls(**d)
+        return cls(**(d or {}))  # a judge given as a dict is read by its declared rule
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ import asyncio
 import datetime
 import email.utils
 import json
-import math
 import os
 import re
 import time
@@ -27,20 +26,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .validation import Bool, Checked, Int, Range, param
+
 
 @dataclass(frozen=True)
-class JudgeModel:
+class JudgeModel(Checked):
     """Simulated judge: flips true labels with the given error rates."""
 
-    fpr: float
-    fnr: float
+    fpr: float = param(check=Range(low=0.0, high=1.0))
+    fnr: float = param(check=Range(low=0.0, high=1.0))
     name: str = "judge"
-
-    def __post_init__(self) -> None:
-        for k in ("fpr", "fnr"):
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= v <= 1.0):
-                raise ValueError(f"{k} must be a probability in [0, 1], got {v!r}")
 
     def agreement(self, base_rate: float) -> float:
         """Expected agreement with the truth when a share ``base_rate`` of labels are 1."""
@@ -158,7 +153,7 @@ class _Retryable(Exception):
 
 
 @dataclass(frozen=True)
-class JudgeClient:
+class JudgeClient(Checked):
     """Client for an OpenAI-compatible chat-completions endpoint (httpx + tenacity).
 
     ``base_url`` like ``https://api.example.com/v1`` (``/chat/completions`` is appended).
@@ -178,14 +173,14 @@ class JudgeClient:
     base_url: str
     model: str
     api_key_env: str = "SLAROUTER_JUDGE_API_KEY"
-    timeout: float = 30.0
-    retries: int = 2
-    backoff: float = 0.5
-    temperature: float | None = None
-    reasoning: bool = True
+    timeout: float = param(30.0, Range(low=0.0, low_open=True))
+    retries: int = param(2, Int(low=0))
+    backoff: float = param(0.5, Range(low=0.0))
+    temperature: float | None = param(None, Range(low=0.0, optional=True))
+    reasoning: bool = param(True, Bool())
     extra_headers: dict = field(default_factory=dict, repr=False)
-    max_retry_after: float = 60.0
-    deadline: float | None = None
+    max_retry_after: float = param(60.0, Range(low=0.0))
+    deadline: float | None = param(None, Range(low=0.0, optional=True))
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not re.match(r"^https?://", self.base_url):
@@ -194,18 +189,9 @@ class JudgeClient:
             raise ValueError(f"base_url has no host: {_redact(self.base_url)!r}")
         if not self.model:
             raise ValueError("model must be a non-empty string")
-        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
-        if not (isinstance(self.retries, int) and self.retries >= 0):
-            raise ValueError(f"retries must be an integer >= 0, got {self.retries!r}")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", self.api_key_env or ""):
             raise ValueError("api_key_env must be an environment variable name")
-        for k in ("max_retry_after", "deadline"):
-            v = getattr(self, k)
-            if v is None and k == "deadline":
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"{k} must be a number of seconds >= 0, got {v!r}")
+        super().__post_init__()  # the numbers (seconds, attempts) and switches
 
     def __repr__(self) -> str:
         return (f"JudgeClient(base_url={_redact(self.base_url)!r}, model={self.model!r}, "

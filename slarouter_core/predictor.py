@@ -26,11 +26,13 @@ from typing import Literal
 import numpy as np
 from numba import njit
 
+from .validation import Bool, Checked, Choice, Int, Range, param
+
 WarmupMode = Literal["partial", "full"]
 
 
 @dataclass(frozen=True)
-class PredictorConfig:
+class PredictorConfig(Checked):
     """Predictor hyper-parameters (paper defaults).
 
     ``warmup``: the paper differs between Section 2, where each step uses a mini-batch of
@@ -40,29 +42,16 @@ class PredictorConfig:
     where training starts only once the buffer holds ``B`` samples (``"full"``).
     """
 
-    dropout: float = 0.1
-    lr: float = 0.006
-    momentum: float = 0.9
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0
-    batch_size: int = 16
-    lr_schedule: Literal["fixed", "diminishing"] = "fixed"
-    warmup: WarmupMode = "partial"
-    pos_weight: bool = True
-    steps_per_feedback: int = 1
-
-    def __post_init__(self) -> None:
-        from .validation import check_choice, check_int, check_number
-
-        check_number("dropout", self.dropout, low=0.0, high=1.0, high_open=True)
-        for name in ("lr", "clip_norm"):
-            check_number(name, getattr(self, name), low=0.0, low_open=True)
-        check_number("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
-        check_number("weight_decay", self.weight_decay, low=0.0)
-        check_int("batch_size", self.batch_size, low=1)
-        check_choice("lr_schedule", self.lr_schedule, ("fixed", "diminishing"))
-        check_choice("warmup", self.warmup, ("partial", "full"))
-        check_int("steps_per_feedback", self.steps_per_feedback, low=1)
+    dropout: float = param(0.1, Range(low=0.0, high=1.0, high_open=True))
+    lr: float = param(0.006, Range(low=0.0, low_open=True))
+    momentum: float = param(0.9, Range(low=0.0, high=1.0, high_open=True))
+    weight_decay: float = param(0.01, Range(low=0.0))
+    clip_norm: float = param(1.0, Range(low=0.0, low_open=True))
+    batch_size: int = param(16, Int(low=1))
+    lr_schedule: Literal["fixed", "diminishing"] = param("fixed", Choice(("fixed", "diminishing")))
+    warmup: WarmupMode = param("partial", Choice(("partial", "full")))
+    pos_weight: bool = param(True, Bool())
+    steps_per_feedback: int = param(1, Int(low=1))
 
     def to_dict(self) -> dict:
         return asdict(self)

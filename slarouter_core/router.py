@@ -21,12 +21,12 @@ import json
 import math
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .policies import compat
-from .feedback import BOTH, JUDGED, NO_FEEDBACK, judge_of, thumbs_of
+from .feedback import BOTH, JUDGED, NO_FEEDBACK, VerdictsInFlight, judge_of, thumbs_of
 from .policies.base import LATE_WINDOW, BlockTrace, Policy, StepDraws, int_state
 # guarded's names stay importable from here, as the docs import them
 from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig
@@ -364,7 +364,7 @@ class SLARouter:
             out = self.policy.run_block(X, costs, used, n, self.t, self._step_draws)
             self.t += n
         else:
-            out = self._per_request_block(X, costs, fb, n)
+            out = serve_requests(self, X, costs, fb, 0, n)  # the per-request rule itself
         if judged:  # the trace records what was given (thumbs and judge calls), not how it was used
             out.feedback = fb[np.arange(n), out.model].astype(np.int8)
         return out
@@ -379,31 +379,6 @@ class SLARouter:
         if self.judge_use == "ignore":
             return thumbs
         return np.where((codes >= JUDGED) & (codes < BOTH), codes, thumbs).astype(np.int8)
-
-    def _per_request_block(self, X, costs, feedback, n: int) -> BlockTrace:
-        """A policy without a batched path: the per-request rule itself, so whole, chunked
-        and per-request runs are identical by construction. The trace's ``q`` is the
-        policy's ``decision_queue()`` (contextual: its certified shortfall), while each
-        ``Decision.q`` is the price its scores use."""
-        fb = np.asarray(feedback[:n])
-        out = {k: np.zeros(n, dt) for k, dt in (("model", np.int64), ("explored", bool), ("feedback", np.int8),
-                                                 ("shat_served", np.float64), ("s_used", np.float64),
-                                                 ("q", np.float64), ("v", np.float64), ("trained", bool))}
-        for i in range(n):
-            version = self.policy.version
-            d = self.decide(X[i], costs[i])
-            f = int(fb[i, d.model])
-            thumb, judge = int(thumbs_of(f)), int(judge_of(f))
-            self.observe(d, None if thumb == NO_FEEDBACK else thumb, None if judge == NO_FEEDBACK else judge)
-            out["model"][i] = d.model
-            out["explored"][i] = d.explored
-            out["feedback"][i] = f
-            out["shat_served"][i] = d.shat_served
-            out["s_used"][i] = self.last_s_used
-            out["q"][i] = self.policy.decision_queue()
-            out["v"][i] = d.v
-            out["trained"][i] = self.policy.version != version
-        return BlockTrace(**out)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
@@ -460,6 +435,55 @@ class SLARouter:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{p.name}: corrupt SLARouter checkpoint ({exc})") from None
         return router
+
+
+def serve_requests(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a: int, b: int,
+                   delay: np.ndarray | None = None, in_flight: VerdictsInFlight | None = None,
+                   on_event: Callable[[str], None] | None = None, pos0: int = 0) -> BlockTrace:
+    """The per-request loop (``decide``/``observe`` per position), the one both paths use
+    where no batched path serves: delayed feedback (``serving.serve_stream``), and a policy without a
+    ``run_block`` (``SLARouter.run_block`` with ``delay`` None: a verdict is observed with
+    its step), so whole, chunked and per-request runs are identical by construction.
+    The trace's ``q`` is the router's ``decision_queue()`` (contextual: its certified
+    shortfall), while each ``Decision.q`` is the price its scores use."""
+    n = b - a
+    out = {k: np.zeros(n, dt) for k, dt in (("model", np.int64), ("explored", bool), ("feedback", np.int8),
+                                             ("shat_served", np.float64), ("s_used", np.float64),
+                                             ("q", np.float64), ("v", np.float64), ("trained", bool))}
+    for k, i in enumerate(range(a, b)):
+        if in_flight is not None:
+            for t, f in in_flight.arriving(pos0 + i):
+                try:
+                    router.late_feedback(t, f)
+                except KeyError:  # older than the router keeps unanswered steps
+                    continue
+                if on_event:
+                    on_event("late")
+        version = router.model_version
+        d = router.decide(X[i], costs[i])
+        f = int(plan[i, d.model])
+        thumb, judge = int(thumbs_of(f)), int(judge_of(f))
+        verdict = None if judge == NO_FEEDBACK else judge
+        if delay is None:
+            router.observe(d, None if thumb == NO_FEEDBACK else thumb, verdict)
+            out["s_used"][k] = router.last_s_used
+        else:  # the queue step is split between the step and the thumb's arrival
+            router.observe(d, None, judge=verdict)
+            out["s_used"][k] = np.nan
+            if thumb != NO_FEEDBACK and in_flight.send(pos0 + i, int(delay[i]), d.t, thumb):
+                router.late_feedback(d.t, thumb)
+                if on_event:
+                    on_event("now")
+        out["model"][k] = d.model
+        out["explored"][k] = d.explored
+        out["feedback"][k] = f
+        out["shat_served"][k] = d.shat_served
+        out["q"][k] = router.decision_queue()
+        out["v"][k] = d.v
+        out["trained"][k] = router.model_version != version
+        if on_event:
+            on_event("step")
+    return BlockTrace(**out)
 
 
 def _json_default(o):

@@ -5,7 +5,8 @@ background traffic serve their streams through :func:`serve_stream`, so that the
 plan gives the same decisions wherever it is served. Feedback known at once goes
 through the router's batched path (``SLARouter.run_block``); delayed feedback is served
 one request at a time, each verdict reaching the router when its delay has passed
-(:class:`feedback.VerdictsInFlight`).
+(:class:`feedback.VerdictsInFlight`), by :func:`router.serve_requests`, the per-request
+loop that is also the router's own block path for a policy without a batched one.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Callable
 
 import numpy as np
 
-from .feedback import NO_FEEDBACK, VerdictsInFlight, judge_of, thumbs_of
+from .feedback import VerdictsInFlight
 from .policies.base import BlockTrace
-from .router import SLARouter
+from .router import SLARouter, serve_requests
 
 
 def serve_stream(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a: int, b: int,
@@ -39,34 +40,4 @@ def serve_stream(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a: i
         return router.run_block(X[a:], costs[a:], plan[a:], n=b - a)
     if in_flight is None:
         raise ValueError("delayed feedback needs the verdicts in flight (a VerdictsInFlight)")
-    n = b - a
-    out = {k: np.zeros(n, dt) for k, dt in (("model", np.int64), ("explored", bool), ("feedback", np.int8),
-                                             ("shat_served", np.float64), ("q", np.float64), ("v", np.float64),
-                                             ("trained", bool))}
-    for k, i in enumerate(range(a, b)):
-        for t, f in in_flight.arriving(pos0 + i):
-            try:
-                router.late_feedback(t, f)
-            except KeyError:  # older than the router keeps unanswered steps
-                continue
-            if on_event:
-                on_event("late")
-        version = router.model_version
-        d = router.decide(X[i], costs[i])
-        f = int(plan[i, d.model])
-        thumb, judge = int(thumbs_of(f)), int(judge_of(f))
-        router.observe(d, None, judge=None if judge == NO_FEEDBACK else judge)
-        if thumb != NO_FEEDBACK and in_flight.send(pos0 + i, int(delay[i]), d.t, thumb):
-            router.late_feedback(d.t, thumb)
-            if on_event:
-                on_event("now")
-        out["model"][k] = d.model
-        out["explored"][k] = d.explored
-        out["feedback"][k] = f
-        out["shat_served"][k] = d.shat_served
-        out["q"][k] = router.decision_queue()
-        out["v"][k] = d.v
-        out["trained"][k] = router.model_version != version
-        if on_event:
-            on_event("step")
-    return BlockTrace(s_used=np.full(n, np.nan), **out)
+    return serve_requests(router, X, costs, plan, a, b, delay, in_flight, on_event, pos0)

@@ -23,7 +23,7 @@ from .feedback import (NO_FEEDBACK, FeedbackConfig, FeedbackPlan, VerdictsInFlig
 from .metrics import Summary, summarize
 from .router import RouterConfig, SLARouter
 from .serving import serve_stream
-from .validation import check_bool, check_int, check_number
+from .validation import Bool, Checked, Instance, Int, param
 
 PAPER_SEEDS = (42, 1, 1234)
 
@@ -42,22 +42,16 @@ def single_threaded_blas():
 
 
 @dataclass(frozen=True)
-class SimulationConfig:
-    router: RouterConfig
-    feedback_rate: float = 0.2
-    seed: int = 42
-    shuffle: bool = True
-    feedback: FeedbackConfig = FeedbackConfig()
+class SimulationConfig(Checked):
+    router: RouterConfig = param(check=Instance(RouterConfig))
+    feedback_rate: float = 0.2  # checked by the feedback model (FeedbackConfig.check_rate)
+    seed: int = param(42, Int(low=0))
+    shuffle: bool = param(True, Bool())
+    feedback: FeedbackConfig = param(FeedbackConfig(), Instance(FeedbackConfig))
 
     def __post_init__(self) -> None:
-        if not isinstance(self.router, RouterConfig):
-            raise TypeError("router must be a RouterConfig")
-        if not isinstance(self.feedback, FeedbackConfig):
-            raise TypeError("feedback must be a FeedbackConfig")
-        r = check_number("feedback_rate", self.feedback_rate, low=0.0, high=1.0)
-        check_int("seed", int(self.seed) if isinstance(self.seed, np.integer) else self.seed, low=0)
-        check_bool("shuffle", self.shuffle)
-        self.feedback.check_rate(r)
+        super().__post_init__()
+        self.feedback.check_rate(self.feedback_rate)
 
     def to_dict(self) -> dict:
         return {"router": self.router.to_dict(), "feedback_rate": self.feedback_rate,

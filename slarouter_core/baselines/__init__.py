@@ -52,7 +52,7 @@ from .messplus_router import PAPER_V, messplus
 from .oracle import clairvoyant_oracle, oracle_lp, round_oracle
 from .registry import METHODS, REFERENCE_METHODS, Method, check_params, info_json
 from .slarouter import FEEDBACK_PARAM_ERROR, slarouter_configs, slarouter_router
-from .static import exact_counts, single, single_model, static_mixture, static_mixture_lp
+from .static import exact_counts, single, static_mixture, static_mixture_lp
 from .uniform_router import random_router
 
 __all__ = [
@@ -60,6 +60,6 @@ __all__ = [
     "REFERENCE_METHODS", "TRADEOFF_GRID", "History", "KNNEstimator", "Method", "MethodResult",
     "carrot", "carrot_route", "causal", "check_params", "clairvoyant_oracle", "exact_counts",
     "info_json", "knn_neighbours", "messplus", "oracle_lp", "random_router", "rm_softmax_fit",
-    "round_oracle", "select_k", "single", "single_model", "slarouter_configs",
+    "round_oracle", "select_k", "single", "slarouter_configs",
     "slarouter_router", "split_history", "static_mixture", "static_mixture_lp", "stream_plan_full",
 ]

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..data import RoutingData
 from ..feedback import FeedbackConfig
-from .common import (TAG_BUDGET, TAG_CARROT, TAG_CARROT_JUDGE, TRADEOFF_GRID, History, MethodResult,
+from ..validation import Choice
+from .common import (BUDGETS, TAG_BUDGET, TAG_CARROT, TAG_CARROT_JUDGE, TRADEOFF_GRID, History, MethodResult,
                      check_alpha, check_embeddings, closest_to_alpha, common_stream, feedback_or_default,
                      method_result, require_history, tagged_rng)
 from .knn import K_GRID, KNNEstimator, select_k
@@ -18,8 +19,7 @@ from .knn import K_GRID, KNNEstimator, select_k
 
 def _budgeted_history(history: History, budget: str, n_requests: int, seed: int) -> History:
     """``history`` cut to ``n_requests`` seeded rows for the matched feedback budget."""
-    if budget not in ("matched", "full"):
-        raise ValueError(f"budget must be 'matched' or 'full', got {budget!r}")
+    BUDGETS("budget", budget)
     if budget == "full" or n_requests >= history.n:
         return history
     keep = np.zeros(history.n, bool)
@@ -68,8 +68,7 @@ def carrot(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
       judge labelled the history. Judge fill-in (``judge_fill``) changes nothing: its
       history has no unlabelled request to fill. Drift changes only the stream order it serves.
     """
-    if tuning not in ("holdout", "loo"):
-        raise ValueError(f"tuning must be 'holdout' or 'loo', got {tuning!r}")
+    Choice(("holdout", "loo"))("tuning", tuning)
     alpha = check_alpha(alpha)
     X = check_embeddings(data, embeddings)
     hist = _budgeted_history(require_history(history, "CARROT", X.shape[1]), budget,

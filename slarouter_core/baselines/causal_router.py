@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data import RoutingData
 from ..feedback import NO_FEEDBACK, FeedbackConfig, make_plan, thumbs_of
-from .common import (TAG_CAUSAL, TAG_CAUSAL_LOG, TRADEOFF_GRID, History, MethodResult, check_alpha,
+from .common import (BUDGETS, TAG_CAUSAL, TAG_CAUSAL_LOG, TRADEOFF_GRID, History, MethodResult, check_alpha,
                      check_embeddings, closest_to_alpha, common_stream, feedback_or_default, method_result,
                      require_history, tagged_rng)
 from .knn import K_GRID, knn_neighbours, select_k
@@ -132,8 +132,7 @@ def causal(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     n, M = hist.n, data.n_models
     Sh = hist.data.solved.astype(np.float64)
     Ch = np.asarray(hist.data.costs, np.float64)
-    if budget not in ("matched", "full"):
-        raise ValueError(f"budget must be 'matched' or 'full', got {budget!r}")
+    BUDGETS("budget", budget)
     fcfg = feedback_or_default(feedback)
     log_rate = float(feedback_rate)
     if budget == "matched":

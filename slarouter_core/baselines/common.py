@@ -15,12 +15,16 @@ from .. import simulator
 from ..data import RoutingData
 from ..feedback import FeedbackConfig, FeedbackPlan
 from ..metrics import Summary, summarize
-from ..validation import check_alpha  # noqa: F401 - the baselines check alpha as the router does
+from ..validation import Choice, check_alpha  # noqa: F401 - the baselines check alpha as the router does
 
 #: tolerance used when deciding whether a fraction / LP variable is non-zero
 FRACTION_TOL = 1e-9
 #: CARROT's mu grid and (by default) Causal's lambda grid: 0, 0.05, ..., 1
 TRADEOFF_GRID = tuple(round(0.05 * i, 2) for i in range(21))
+
+#: the offline methods' ``budget`` param: their training labels matched to the stream's
+#: feedback budget, or the whole history
+BUDGETS = Choice(("matched", "full"))
 
 # seed-sequence tags: every random draw of a method derives from (seed, tag); kept
 # together so that a new tag cannot collide with another method's
@@ -99,13 +103,12 @@ def common_stream(data: RoutingData, seed: int, feedback_rate: float, feedback: 
     comes from the simulator's own builder (looked up at call time), the one SLARouter's
     simulation uses.
     """
-    if isinstance(feedback_rate, bool) or not 0.0 <= float(feedback_rate) <= 1.0:
-        raise ValueError(f"feedback_rate must be in [0, 1], got {feedback_rate!r}")
+    fcfg = feedback_or_default(feedback)
+    rate = fcfg.check_rate(float(feedback_rate) if isinstance(feedback_rate, np.floating) else feedback_rate)
     if data.n_requests == 0:
         raise ValueError("the stream is empty: nothing to route")
-    fcfg = feedback_or_default(feedback)
     groups = data.benchmarks if fcfg.kind == "drift" else None
-    return simulator.stream_plan_full(data.n_requests, data.solved, float(feedback_rate), int(seed), True,
+    return simulator.stream_plan_full(data.n_requests, data.solved, rate, int(seed), True,
                                       fcfg, groups)
 
 

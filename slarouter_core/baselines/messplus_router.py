@@ -12,6 +12,7 @@ from ..data import RoutingData
 from ..feedback import NO_FEEDBACK, FeedbackConfig, thumbs_of
 from ..policies.schedule import data_driven_v, exploration_probability
 from ..predictor import PredictorConfig, SatisfactionPredictor
+from ..validation import Range
 from .common import History, MethodResult, check_alpha, check_embeddings, common_stream, method_result
 
 #: paper's fixed V for SLARouter and MESS+ (costs in joules)
@@ -53,8 +54,7 @@ def messplus(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int,
     alpha = check_alpha(alpha)
     X = check_embeddings(data, embeddings)
     pcfg = PredictorConfig(**predictor) if isinstance(predictor, dict) else (predictor or PredictorConfig())
-    if V is not None and not (np.isfinite(V) and V > 0):
-        raise ValueError(f"V must be > 0 (or None for data-driven V), got {V!r}")
+    Range(low=0.0, low_open=True, optional=True)("V", V)  # None: data-driven V
     N, M = data.n_requests, data.n_models
     order, plan, mseed = common_stream(data, seed, feedback_rate, feedback)
     fb = thumbs_of(plan.feedback)  # MESS+ learns from user feedback only: judge fill-in is not its protocol

@@ -6,8 +6,6 @@ LP over call fractions); a router has to beat it to show that the text helps.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 from scipy.optimize import linprog
 
@@ -36,17 +34,6 @@ def single(data: RoutingData, embeddings: np.ndarray, alpha: float, seed: int, f
     alpha = check_alpha(alpha)
     order, _, _ = common_stream(data, seed, feedback_rate, feedback)
     return method_result(f"single:{data.models[m]}", data, alpha, order, np.full(data.n_requests, m, np.int64))
-
-
-def single_model(m: int | str) -> Callable[..., MethodResult]:
-    """A method that always serves model ``m`` (kept for callers of the old API; a
-    ``registry.Method``, not named here so that the registry can import this module)."""
-
-    def run(data, embeddings, alpha, seed, feedback_rate, *, history=None, feedback=None):
-        return single(data, embeddings, alpha, seed, feedback_rate, model=m, feedback=feedback)
-
-    run.__name__ = f"single_model_{m}"
-    return run
 
 
 def static_mixture_lp(acc: np.ndarray, cost: np.ndarray, alpha: float

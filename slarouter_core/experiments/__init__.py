@@ -48,8 +48,9 @@ from .grid import DEFAULT_HISTORY_FRACTION, PAPER_EXCLUDE, GridConfig, Task, pla
 from .legacy import run_slarouter_grid
 from .paper import (PAPER_METHODS, PROTOCOLS, Protocol, format_paper_section, paper_scores, protocol_summary,
                     published_comparison)
+from .markdown import markdown_table
 from .report import (CHEAPEST_NOTE, PIVOT_METRICS, SEEDS_MET_NOTE, SWEEP_LABELS, comparison_table, format_gaps,
-                     format_overview, format_table, markdown_table, pivot_table, report_text, write_report,
+                     format_overview, format_table, pivot_table, report_text, write_report,
                      write_results)
 from .runs import ROW_COLUMNS, error_row, run_task
 from .specs import DEFAULT_METHODS, PRESETS, MethodSpec, expand_presets, parse_method

@@ -13,7 +13,7 @@ from ..baselines import check_params
 from ..data import RoutingData
 from ..feedback import FeedbackConfig
 from ..simulator import PAPER_SEEDS
-from ..validation import check_number
+from ..validation import Bool, Checked, Range, param
 from .alpha import resolve_alpha
 from .datasets import Dataset
 from .feedback_axis import feedback_name, parse_feedback
@@ -26,7 +26,7 @@ DEFAULT_HISTORY_FRACTION = 0.2
 
 
 @dataclass(frozen=True)
-class GridConfig:
+class GridConfig(Checked):
     """What to run. ``benchmarks`` None means every benchmark of each dataset except
     ``exclude_benchmarks``; ``feedback_rates``, ``feedback`` (feedback models: each a
     :class:`FeedbackConfig`, a preset name of :data:`FEEDBACK_PRESETS` or
@@ -45,10 +45,10 @@ class GridConfig:
     exclude_benchmarks: tuple[str, ...] = ()
     feedback_rates: tuple[float, ...] = (0.2,)
     alpha: float | str = "midpoint"
-    history_fraction: float = DEFAULT_HISTORY_FRACTION
+    history_fraction: float = param(DEFAULT_HISTORY_FRACTION, Range(low=0.0, high=1.0, high_open=True))
     feedback: tuple[FeedbackConfig, ...] = (FeedbackConfig(),)
-    mixed: bool = False
-    judge_cost: float | None = None
+    mixed: bool = param(False, Bool())
+    judge_cost: float | None = param(None, Range(low=0.0, optional=True))
 
     def __post_init__(self) -> None:
         for name in ("methods", "seeds", "feedback_rates", "exclude_benchmarks"):
@@ -66,13 +66,8 @@ class GridConfig:
                 raise ValueError(f"seeds must be non-negative integers, got {s!r}")
         if not self.feedback_rates:
             raise ValueError("give at least one feedback rate")
-        for r in self.feedback_rates:
-            if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r <= 1.0:
-                raise ValueError(f"feedback rates must be in [0, 1], got {r!r}")
         resolve_alpha(self.alpha, None)  # validates the number or the rule name
-        f = self.history_fraction
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 <= f < 1.0:
-            raise ValueError(f"history_fraction must be in [0, 1), got {f!r}")
+        super().__post_init__()  # the declared rules
         fb = self.feedback
         if isinstance(fb, (FeedbackConfig, str, Mapping)):
             fb = (fb,)
@@ -84,15 +79,13 @@ class GridConfig:
             raise ValueError(f"feedback models must differ, got {names}")
         for x in fb:
             for r in self.feedback_rates:
-                x.check_rate(float(r))  # e.g. bursty: rate / on_fraction must be <= 1
+                x.check_rate(r, "feedback rates")  # in [0, 1]; bursty: rate / on_fraction <= 1
         if any(x.kind == "drift" for x in fb) and not self.mixed:
             raise ValueError("workload drift changes the benchmark mix of one stream: it needs mixed=True "
                              "(--mixed), one stream over several benchmarks")
         object.__setattr__(self, "feedback", fb)
-        if not isinstance(self.mixed, bool):
-            raise ValueError("mixed must be True or False")
         if self.judge_cost is not None:
-            object.__setattr__(self, "judge_cost", check_number("judge_cost", self.judge_cost, low=0.0))
+            object.__setattr__(self, "judge_cost", float(self.judge_cost))
 
 
 @dataclass(frozen=True)

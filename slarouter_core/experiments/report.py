@@ -12,7 +12,6 @@ import pandas as pd
 
 from .aggregation import aggregate, gaps, group_keys, overview
 from .alpha import MEET_SHARE, seeds_needed
-from .markdown import markdown_table
 
 
 def _fmt_group_title(r: pd.Series, keys: list[str]) -> str:

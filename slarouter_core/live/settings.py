@@ -17,7 +17,7 @@ from ..policies.registry import DASHBOARD_DEFAULT, keep_settings
 from ..policies.registry import names as router_modes
 from ..router import RouterConfig
 from ..simulator import SimulationConfig
-from ..validation import check_alpha, check_bool, check_choice, check_int, check_number
+from ..validation import Alpha, Bool, Checked, Choice, Int, Range, param
 
 ENCODER_CHOICES = ("minilm", "hashing")
 #: one set of limits for the URL and the widgets, (lowest, highest) per setting: a shared
@@ -37,18 +37,17 @@ SOURCES = ("demo", "path", "upload")
 
 # -- settings ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class DataSpec:
+class DataSpec(Checked):
     """Which data the session works on: source, routing cost, benchmarks, encoder."""
 
-    source: str = "demo"
+    source: str = param("demo", Choice(SOURCES))
     path: str = ""
     cost: str = DEFAULT_COST
     benchmarks: tuple[str, ...] = ()  # empty: all benchmarks
     encoder: str = "minilm"
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {self.source!r}")
+        super().__post_init__()
         if self.source != "demo" and not str(self.path).strip():
             raise ValueError(f"source {self.source!r} needs a file path")
         if not isinstance(self.cost, str) or not self.cost.strip():
@@ -60,7 +59,7 @@ class DataSpec:
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class RunSettings(Checked):
     """Router and stream settings shared by Live run, Feedback by hand and Experiments.
 
     ``alpha=None`` means the data's midpoint alpha (halfway between the accuracies of the
@@ -70,40 +69,24 @@ class RunSettings:
     each call costs ``judge_cost`` (None: the zoo's cheapest model's mean cost per request).
     """
 
-    alpha: float | None = None
-    c: float = 0.1
-    fixed_v: bool = False
-    V: float = 1e-5
-    q_max: float = 30.0
-    eps: float = 0.001
-    feedback_rate: float = 0.2
-    seed: int = 42
-    per_tick: int = 200
-    feedback_model: str = "iid"
-    mode: str = DEFAULT_ROUTERS[0]
+    alpha: float | None = param(None, Alpha(optional=True))
+    c: float = param(0.1, Range(low=0.0))
+    fixed_v: bool = param(False, Bool())
+    V: float = param(1e-5, Range(low=0.0, low_open=True))
+    q_max: float = param(30.0, Range(low=0.0, low_open=True))
+    eps: float = param(0.001, Range(low=0.0, low_open=True))
+    feedback_rate: float = param(0.2, Range(low=0.0, high=1.0), label="feedback rate")
+    seed: int = param(42, Int(low=0))
+    per_tick: int = param(200, Int(low=1, high=100_000), label="requests per tick")
+    feedback_model: str = param("iid", Choice(lambda: feedback_model_choices()), label="feedback model")
+    mode: str = param(DEFAULT_ROUTERS[0], Choice(router_modes), label="router mode")
     routers: tuple[str, ...] = DEFAULT_ROUTERS  # Live run: router modes side by side
-    judge: str = ""
-    judge_budget: float = 1.0
-    judge_cost: float | None = None
+    judge: str = param("", Choice(JUDGE_CHOICES))
+    judge_budget: float = param(1.0, Range(low=0.0, high=1.0), label="judge budget")
+    judge_cost: float | None = param(None, Range(low=0.0, optional=True), label="judge cost")
 
     def __post_init__(self) -> None:
-        if self.alpha is not None:
-            check_alpha(self.alpha)
-        check_number("c", self.c, low=0.0)
-        for name in ("V", "q_max", "eps"):
-            check_number(name, getattr(self, name), low=0.0, low_open=True)
-        check_number("feedback rate", self.feedback_rate, low=0.0, high=1.0)
-        check_int("seed", int(self.seed) if isinstance(self.seed, np.integer) else self.seed, low=0)
-        per_tick = int(self.per_tick) if isinstance(self.per_tick, np.integer) else self.per_tick
-        if check_int("requests per tick", per_tick, low=1) > 100_000:
-            raise ValueError(f"requests per tick must be an integer in [1, 100000], got {self.per_tick!r}")
-        check_bool("fixed_v", self.fixed_v)
-        check_choice("router mode", self.mode, router_modes())
-        check_choice("feedback model", self.feedback_model, feedback_model_choices())
-        check_choice("judge", self.judge, JUDGE_CHOICES)
-        check_number("judge budget", self.judge_budget, low=0.0, high=1.0)
-        if self.judge_cost is not None:
-            check_number("judge cost", self.judge_cost, low=0.0)
+        super().__post_init__()
         if not isinstance(self.routers, tuple) or not self.routers or len(set(self.routers)) != len(self.routers) \
                 or any(m not in router_modes() for m in self.routers):
             raise ValueError(f"routers must be one or more distinct modes of {', '.join(router_modes())}, "

@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from ..validation import Checked
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,10 @@ class PolicyInfo:
 
 
 @dataclass(frozen=True)
-class PolicyConfig:
-    """Base of a policy's own frozen settings: plain fields, checked in ``__post_init__``;
-    a nested dataclass field may be given as a dict."""
+class PolicyConfig(Checked):
+    """Base of a policy's own frozen settings: fields declared with their rules
+    (:func:`validation.param`), checked on construction by :class:`validation.Checked`;
+    a nested config may be given as a dict where its rule says so."""
 
     def to_dict(self) -> dict:
         return {f.name: (v.to_dict() if hasattr(v, "to_dict") else asdict(v) if is_dataclass(v) else v)
@@ -107,12 +109,7 @@ class PolicyConfig:
         unknown = sorted(set(d) - set(known))
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join(unknown)} (settings: {', '.join(known)})")
-        for name, value in d.items():
-            f = known[name]
-            kind = type(f.default_factory()) if f.default_factory is not MISSING else None  # type: ignore[misc]
-            if kind is not None and is_dataclass(kind) and isinstance(value, dict):
-                d[name] = kind.from_dict(value) if hasattr(kind, "from_dict") else kind(**value)
-        return cls(**d)
+        return cls(**d)  # a nested config given as a dict: its Instance(..., from_dict=True) rule
 
 
 class Policy(ABC):

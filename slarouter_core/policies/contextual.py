@@ -47,11 +47,12 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from .base import LATE_WINDOW, Policy, PolicyInfo, PolicyStep
+from ..validation import Bool, Choice, Int, Range, param
+from .base import LATE_WINDOW, Policy, PolicyConfig, PolicyInfo, PolicyStep
 from .certificate import Certificate
 from .schedule import exploration_probability
 from .text_model import PRICE_CAP, fit_multitask_logistic, kmeans, price_for_target
@@ -68,7 +69,7 @@ _Z95 = 1.6449
 
 
 @dataclass(frozen=True)
-class ContextualConfig:
+class ContextualConfig(PolicyConfig):
     """Settings of the ``contextual`` policy (defaults are not tuned per dataset).
 
     * ``delta``, ``guarantee``, ``sla_window``: the claim (:mod:`.certificate`): ``"window"``,
@@ -116,63 +117,29 @@ class ContextualConfig:
       ablation of part 3's robustness).
     """
 
-    delta: float = 0.05
-    guarantee: str = "window"
-    sla_window: int = 0
-    bank: float = 1.0
-    h: float = 0.05
-    h_min: float = 50.0
-    explore_c: float = 2.0
-    c_shared: float = 10.0
-    c_model: float = 1.0
-    text: bool = True
-    refit_growth: float = 1.25
-    min_labels: int = 16
-    max_labels: int = 20_000
-    replan: int = 8
-    window: int = 512
-    dr: bool = True
-    optimism: float = 1.0
-    commit: float = 0.8
-    fallback: str = "thompson"
-    clusters: int = 0
-    prior_labels: float = 2.0
-    prune: bool = True
+    delta: float = param(0.05, Range(low=0.0, high=0.5, low_open=True, high_open=True))
+    guarantee: str = param("window", Choice(GUARANTEES))
+    sla_window: int = param(0, Int(low=0))
+    bank: float = param(1.0, Range(low=0.0, high=1.0, low_open=True))
+    h: float = param(0.05, Range(low=0.0, low_open=True))
+    h_min: float = param(50.0, Range(low=1.0))
+    explore_c: float = param(2.0, Range(low=0.0))
+    c_shared: float = param(10.0, Range(low=0.0, low_open=True))
+    c_model: float = param(1.0, Range(low=0.0))
+    text: bool = param(True, Bool())
+    refit_growth: float = param(1.25, Range(low=1.0, low_open=True))
+    min_labels: int = param(16, Int(low=2))
+    max_labels: int = param(20_000, Int(low=16))
+    replan: int = param(8, Int(low=1))
+    window: int = param(512, Int(low=1))
+    dr: bool = param(True, Bool())
+    optimism: float = param(1.0, Range(low=0.0))
+    commit: float = param(0.8, Range(low=0.0, high=1.0))
+    fallback: str = param("thompson", Choice(FALLBACKS))
+    clusters: int = param(0, Int(low=0))
+    prior_labels: float = param(2.0, Range(low=0.0, low_open=True))
+    prune: bool = param(True, Bool())
 
-    def __post_init__(self) -> None:
-        from ..validation import check_bool, check_int, check_number
-
-        check_number("delta", self.delta, low=0.0, high=0.5, low_open=True, high_open=True)
-        if self.guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee must be one of {', '.join(GUARANTEES)}, got {self.guarantee!r}")
-        check_int("sla_window", self.sla_window, low=0)
-        check_number("bank", self.bank, low=0.0, high=1.0, low_open=True)
-        check_number("h", self.h, low=0.0, low_open=True)
-        check_number("h_min", self.h_min, low=1.0)
-        check_number("explore_c", self.explore_c, low=0.0)
-        check_number("c_shared", self.c_shared, low=0.0, low_open=True)
-        check_number("c_model", self.c_model, low=0.0)
-        check_number("refit_growth", self.refit_growth, low=1.0, low_open=True)
-        check_int("min_labels", self.min_labels, low=2)
-        check_int("max_labels", self.max_labels, low=16)
-        check_int("replan", self.replan, low=1)
-        check_int("window", self.window, low=1)
-        check_number("optimism", self.optimism, low=0.0)
-        check_number("commit", self.commit, low=0.0, high=1.0)
-        check_int("clusters", self.clusters, low=0)
-        check_number("prior_labels", self.prior_labels, low=0.0, low_open=True)
-        if self.fallback not in FALLBACKS:
-            raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
-        check_bool("text", self.text)
-        check_bool("dr", self.dr)
-        check_bool("prune", self.prune)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> "ContextualConfig":
-        return cls(**(d or {}))
 
 
 #: each part's ablation (docs/IMPROVED.md lists them; the ``--ablate`` option of the contextual script)

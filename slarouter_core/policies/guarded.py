@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 import numpy as np
 
 from ..feedback import NO_FEEDBACK
 from ..predictor import SatisfactionPredictor
-from ..validation import check_bool, check_choice, check_int, check_number, check_optional_number
+from ..validation import Bool, Choice, Int, Range, param
 from .base import DRAW_PAGE, BlockTrace, PendingFeedback, PolicyInfo, PolicyStep, StepDraws, int_state
 from .guarded_rule import (ARRAYS, STATE, TS_TRIES, _guarded_kernel, decision_queue_of, guarded_choose,
                            guarded_late, guarded_update, params_record)
@@ -64,37 +64,22 @@ class GuardedConfig(PaperConfig):
       ``(s - fpr) / (1 - fpr - fnr)``, unbiased for the true satisfaction. 0 = trusted.
     """
 
-    queue_update: Literal["dr", "paper"] = "dr"
-    bank_surplus: bool = True
-    margin_z: float = 3.0
-    learn_from_all: bool = True
-    levels: bool = True
-    text_weight: float = 1.0
-    optimism: float = 2.0
-    guard_q: float | None = 2.0
-    v_scale: float = 10.0
-    train_every: int = 8
-    prior_strength: float = 1.0
-    policy: Literal["argmin", "mixture", "thompson"] = "argmin"
-    horizon: float = 200.0
-    pessimism: float = 1.0
-    label_fpr: float = 0.0
-    label_fnr: float = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("queue_update", self.queue_update, ("dr", "paper"))
-        check_choice("policy", self.policy, POLICIES)
-        for name in ("margin_z", "text_weight", "optimism", "pessimism"):
-            check_number(name, getattr(self, name), low=0.0)
-        for name in ("label_fpr", "label_fnr"):
-            check_number(name, getattr(self, name), low=0.0, high=0.5, high_open=True)
-        for name in ("v_scale", "prior_strength", "horizon"):
-            check_number(name, getattr(self, name), low=0.0, low_open=True)
-        check_optional_number("guard_q", self.guard_q, low=0.0)
-        check_int("train_every", self.train_every, low=1)
-        for name in ("bank_surplus", "learn_from_all", "levels"):
-            check_bool(name, getattr(self, name))
+    queue_update: str = param("dr", Choice(("dr", "paper")))
+    bank_surplus: bool = param(True, Bool())
+    margin_z: float = param(3.0, Range(low=0.0))
+    learn_from_all: bool = param(True, Bool())
+    levels: bool = param(True, Bool())
+    text_weight: float = param(1.0, Range(low=0.0))
+    optimism: float = param(2.0, Range(low=0.0))
+    guard_q: float | None = param(2.0, Range(low=0.0, optional=True))
+    v_scale: float = param(10.0, Range(low=0.0, low_open=True))
+    train_every: int = param(8, Int(low=1))
+    prior_strength: float = param(1.0, Range(low=0.0, low_open=True))
+    policy: str = param("argmin", Choice(POLICIES))
+    horizon: float = param(200.0, Range(low=0.0, low_open=True))
+    pessimism: float = param(1.0, Range(low=0.0))
+    label_fpr: float = param(0.0, Range(low=0.0, high=0.5, high_open=True))
+    label_fnr: float = param(0.0, Range(low=0.0, high=0.5, high_open=True))
 
 
 #: the improved mode with every switch off is not the paper; these are its ablations

@@ -10,7 +10,7 @@ call them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -18,7 +18,7 @@ from numba import njit
 
 from ..feedback import NO_FEEDBACK
 from ..predictor import PredictorConfig, SatisfactionPredictor
-from ..validation import check_number, check_optional_number
+from ..validation import Instance, Range, param
 from .base import DRAW_PAGE, BlockTrace, PendingFeedback, Policy, PolicyConfig, PolicyInfo, PolicyStep, int_state
 from .schedule import data_driven_v, exploration_probability, v_at
 
@@ -79,22 +79,11 @@ class PaperConfig(PolicyConfig):
     cheapest and the most expensive model, in the cost unit of the data), ``predictor``
     the satisfaction predictor's."""
 
-    c: float = 0.1
-    V: float | None = None
-    q_max: float = 30.0
-    eps: float = 0.001
-    predictor: PredictorConfig = field(default_factory=PredictorConfig)
-
-    def __post_init__(self) -> None:
-        check_number("c", self.c, low=0.0)
-        check_optional_number("V", self.V, low=0.0, low_open=True)
-        if self.V is None:
-            for name in ("q_max", "eps"):
-                check_number(name, getattr(self, name), low=0.0, low_open=True)
-        if isinstance(self.predictor, dict):
-            object.__setattr__(self, "predictor", PredictorConfig(**self.predictor))
-        if not isinstance(self.predictor, PredictorConfig):
-            raise TypeError("predictor must be a PredictorConfig")
+    c: float = param(0.1, Range(low=0.0))
+    V: float | None = param(None, Range(low=0.0, low_open=True, optional=True))
+    q_max: float = param(30.0, Range(low=0.0, low_open=True))
+    eps: float = param(0.001, Range(low=0.0, low_open=True))
+    predictor: PredictorConfig = param(factory=PredictorConfig, check=Instance(PredictorConfig, from_dict=True))
 
     @property
     def data_driven_v(self) -> bool:

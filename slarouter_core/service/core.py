@@ -43,7 +43,7 @@ import numpy as np
 from ..encoders import DEFAULT_ENCODER_THREADS, TextEncoder
 from ..policies.registry import DEFAULT_POLICY
 from ..router import LATE_WINDOW, RouterConfig, SLARouter
-from ..validation import check_choice, check_int, check_number
+from ..validation import Checked, Choice, Int, Range, param
 from .journal import JOURNAL_FILE, Journal
 from .persistence import Persistence
 from .records import (CHARS_PER_TOKEN, MAX_EMBED_BATCH, Z90, Breaker, FeedbackError, ModelStats, Ticket, b64_vector,
@@ -54,42 +54,34 @@ from .zoo import Zoo
 log = logging.getLogger("slarouter.service")
 
 @dataclass(frozen=True)
-class ServiceConfig:
+class ServiceConfig(Checked):
     """Settings of one service replica (validated on construction)."""
 
     alpha: float
     mode: str = DEFAULT_POLICY
     encoder: str = "minilm"
     state_dir: str | None = None
-    checkpoint_every_s: float = 30.0
-    seed: int = 0
+    checkpoint_every_s: float = param(30.0, Range(low=0.0, low_open=True))
+    seed: int = param(0, Int(low=0))
     instance: str = "slr"
-    history: int = 20_000
+    history: int = param(20_000, Int(low=1))
     #: largest request body in bytes (413 beyond)
-    max_body_bytes: int = 1_000_000
+    max_body_bytes: int = param(1_000_000, Int(low=1024))
     #: consecutive failures that open a model's circuit, and how long it then stays open
-    breaker_failures: int = 3
-    breaker_cooldown_s: float = 30.0
+    breaker_failures: int = param(3, Int(low=1))
+    breaker_cooldown_s: float = param(30.0, Range(low=0.0))
     #: how long the embedding worker waits for more texts while other chats are on their way
-    embed_wait_ms: float = 2.0
+    embed_wait_ms: float = param(2.0, Range(low=0.0, high=100.0))
     #: the per-request forward of a transformer encoder: onnx (torch where it cannot), torchscript, eager
-    encoder_runtime: str = "onnx"
+    encoder_runtime: str = param("onnx", Choice(RUNTIMES))
     #: intra-op threads of the ONNX Runtime session
-    encoder_threads: int = DEFAULT_ENCODER_THREADS
+    encoder_threads: int = param(DEFAULT_ENCODER_THREADS, Int(low=1))
 
     def __post_init__(self) -> None:
         self.router_config()  # alpha and mode are validated by RouterConfig
-        check_number("checkpoint_every_s", self.checkpoint_every_s, low=0.0, low_open=True)
-        check_int("max_body_bytes", self.max_body_bytes, low=1024)
-        check_int("breaker_failures", self.breaker_failures, low=1)
-        check_number("breaker_cooldown_s", self.breaker_cooldown_s, low=0.0)
-        check_number("embed_wait_ms", self.embed_wait_ms, low=0.0, high=100.0)
-        check_choice("encoder_runtime", self.encoder_runtime, RUNTIMES)
-        check_int("encoder_threads", self.encoder_threads, low=1)
+        super().__post_init__()
         if not isinstance(self.instance, str) or not self.instance.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"instance must be letters, digits, '-' or '_', got {self.instance!r}")
-        check_int("seed", self.seed, low=0)
-        check_int("history", self.history, low=1)
 
     def router_config(self) -> RouterConfig:
         return RouterConfig(alpha=self.alpha, mode=self.mode)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,25 +23,18 @@ from dataclasses import dataclass
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from ..validation import Checked, Choice, Int, Range, param
+
 FAIL_MODES = ("none", "error", "hang", "negative_usage", "text_usage", "nan_usage", "list_body", "null_body",
               "bad_bytes", "drop_stream", "hang_stream", "client_400", "client_429")
 
 
 @dataclass(frozen=True)
-class FakeSpec:
+class FakeSpec(Checked):
     name: str = "fake"
-    latency_ms: float = 0.0
-    completion_tokens: int = 16
-    fail: str = "none"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.latency_ms, (int, float)) or not math.isfinite(self.latency_ms) or self.latency_ms < 0:
-            raise ValueError(f"latency_ms must be a number >= 0, got {self.latency_ms!r}")
-        if isinstance(self.completion_tokens, bool) or not isinstance(self.completion_tokens, int) \
-                or self.completion_tokens < 1:
-            raise ValueError(f"completion_tokens must be a positive integer, got {self.completion_tokens!r}")
-        if self.fail not in FAIL_MODES:
-            raise ValueError(f"fail must be one of {', '.join(FAIL_MODES)}, got {self.fail!r}")
+    latency_ms: float = param(0.0, Range(low=0.0))
+    completion_tokens: int = param(16, Int(low=1))
+    fail: str = param("none", Choice(FAIL_MODES))
 
 
 def create_fake_app(spec: FakeSpec) -> FastAPI:

@@ -40,13 +40,14 @@ Models are routed in ascending order of their price for a nominal request of
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from ..validation import Checked, Int, Range, param
 
 NOMINAL_INPUT_TOKENS = 500
 NOMINAL_OUTPUT_TOKENS = 250
@@ -67,25 +68,23 @@ class ZooError(ValueError):
         super().__init__(f"{source}: " + "; ".join(self.problems))
 
 
-def _price(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be a finite number >= 0, got {value!r}")
-    return float(value)
+PRICE = Range(low=0.0, to_float=True)
+POSITIVE = Range(low=0.0, low_open=True, to_float=True)
 
 
 @dataclass(frozen=True)
-class ZooModel:
+class ZooModel(Checked):
     """One backend. Prices are in the zoo's currency (e.g. US dollars)."""
 
     name: str
     base_url: str
     model: str
     api_key_env: str | None = None
-    price_per_1k_input: float = 0.0
-    price_per_1k_output: float = 0.0
-    price_per_request: float = 0.0
-    timeout_s: float = 60.0
-    expected_output_tokens: float = 256.0
+    price_per_1k_input: float = param(0.0, PRICE)
+    price_per_1k_output: float = param(0.0, PRICE)
+    price_per_request: float = param(0.0, PRICE)
+    timeout_s: float = param(60.0, POSITIVE)
+    expected_output_tokens: float = param(256.0, POSITIVE)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -105,13 +104,7 @@ class ZooModel:
             if not isinstance(self.api_key_env, str) or not _ENV_NAME.match(self.api_key_env):
                 raise ValueError("api_key_env must be the NAME of an environment variable (letters, digits, "
                                  "underscores), not the key itself")
-        for f in ("price_per_1k_input", "price_per_1k_output", "price_per_request"):
-            object.__setattr__(self, f, _price(getattr(self, f), f))
-        for f in ("timeout_s", "expected_output_tokens"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"{f} must be a finite number > 0, got {v!r}")
-            object.__setattr__(self, f, float(v))
+        super().__post_init__()  # prices and positive numbers, as floats
 
     def price(self, prompt_tokens: float, completion_tokens: float) -> float:
         """Price of one call with these token counts."""
@@ -143,15 +136,15 @@ class ZooModel:
 
 
 @dataclass(frozen=True)
-class JudgeEntry:
+class JudgeEntry(Checked):
     """The zoo's optional LLM judge (see the module docstring)."""
 
     base_url: str
     model: str
     api_key_env: str | None = None
-    budget: float = 1.0
-    delay_s: float = 0.0
-    max_concurrent: int = 4
+    budget: float = param(1.0, Range(low=0.0, high=1.0, to_float=True))
+    delay_s: float = param(0.0, Range(low=0.0, high=3600.0, to_float=True))
+    max_concurrent: int = param(4, Int(low=1, high=256))
     price_per_request: float = 0.0
     price_per_1k_input: float = 0.0
     price_per_1k_output: float = 0.0
@@ -163,17 +156,7 @@ class JudgeEntry:
                      self.price_per_1k_output, self.price_per_request, self.timeout_s)
         for f in ("base_url", "price_per_1k_input", "price_per_1k_output", "price_per_request", "timeout_s"):
             object.__setattr__(self, f, getattr(m, f))
-        b = self.budget
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0.0 <= b <= 1.0:
-            raise ValueError(f"budget must be a share in [0, 1], got {b!r}")
-        object.__setattr__(self, "budget", float(b))
-        d = self.delay_s
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0.0 <= d <= 3600.0:
-            raise ValueError(f"delay_s must be a number of seconds in [0, 3600], got {d!r}")
-        object.__setattr__(self, "delay_s", float(d))
-        mc = self.max_concurrent
-        if isinstance(mc, bool) or not isinstance(mc, int) or not 1 <= mc <= 256:
-            raise ValueError(f"max_concurrent must be an integer in [1, 256], got {mc!r}")
+        super().__post_init__()
 
     #: price of one judge call with these token counts (the backends' formula)
     price = ZooModel.price
