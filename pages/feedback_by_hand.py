@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages import _frame
 from pages import _shared as sh
 from slarouter_core.live import (ROUTER_COLORS, HandRouters, feedback_model_choices, router_modes, router_modes_help,
                                  settings_change)
@@ -13,6 +14,7 @@ FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bur
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
                  "late. drift: the workload shifts from one half of the benchmarks to the other.")
 
+_frame.open_page("pages/feedback_by_hand.py")
 st.title("Feedback by hand")
 st.caption("Each router you pick decides the same request and shows why: per model, the predicted satisfaction "
            "`shat`, the cost term `V*C` and the queue term `Q*(alpha - shat)`; it serves the lowest score (their "
@@ -212,3 +214,5 @@ with st.expander("Ask a running service (real zoo)"):
                 st.success(f"Sent to the service's router: its queue is now {r['q']:.4g}.")
             except (ValueError, ServiceUnreachable) as exc:
                 st.error(str(exc))
+
+_frame.close_page("pages/feedback_by_hand.py")
