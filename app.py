@@ -7,6 +7,8 @@ algorithmic comes from `slarouter_core`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from pages._frame import OLD_URLS, PAGES
@@ -17,14 +19,15 @@ def _forward(script: str):
     it meant, with its settings."""
     def forward() -> None:
         st.switch_page(script, query_params=st.query_params.to_dict())
-    forward.__name__ = f"forward_{script[6:-3]}"
     return forward
 
 
-# the default page is served at "/", so its own URL is free for a hidden page on the same
-# script: ``/data_page`` (the README's link, and the file's name) opens Data too
+# The default page is served at "/"; its url_path only names it (Streamlit keys pages by
+# it), so it takes one no link uses and leaves its file's name to a hidden page on the
+# same script: ``/data_page`` (the README's link) opens Data as it is. Every other page's
+# URL is its file's name (st.Page's default).
 pages = [st.Page(script, title=title, icon=icon, url_path="home" if i == 0 else None, default=i == 0)
          for i, (script, title, icon) in enumerate(PAGES)]
-hidden = [st.Page(PAGES[0][0], title=PAGES[0][1], url_path=PAGES[0][0][6:-3], visibility="hidden")]
+hidden = [st.Page(PAGES[0][0], title=PAGES[0][1], url_path=Path(PAGES[0][0]).stem, visibility="hidden")]
 hidden += [st.Page(_forward(script), title=url, url_path=url, visibility="hidden") for url, script in OLD_URLS.items()]
 st.navigation(pages + hidden, position="hidden").run()

@@ -13,6 +13,7 @@ either way, with no private flag to flip and no test-only branch.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlencode
 
 import numpy as np
@@ -75,7 +76,7 @@ def open_page(script: str) -> None:
         with st.container(border=True):
             st.warning("Some settings in the link could not be used as they are:\n\n"
                        + "\n".join(f"- {p}" for p in st.session_state.url_problems)
-                       + f"\n\n[Open this page with every setting at its default](./{script[6:-3]}"
+                       + f"\n\n[Open this page with every setting at its default](./{Path(script).stem}"
                        + (f"?{reset}" if reset else "") + ")")
 
             def dismiss() -> None:
