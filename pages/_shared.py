@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import tempfile
 import threading
 from dataclasses import replace
@@ -30,46 +29,6 @@ from slarouter_core.live.tables import grid_columns, zoo_chart
 REPO = Path(__file__).resolve().parents[1]
 DEMO_PATH = REPO / "data" / "demo.parquet"
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "slarouter-uploads"
-
-
-# -- the first visit after a server start ------------------------------------------------
-def leave_pages_folder_mode() -> None:
-    """Turn off Streamlit's old pages-folder mode, and rerun if this run was made in it.
-
-    Why: a server starts in that mode because a ``pages/`` folder sits beside ``app.py``
-    (``PagesManager.uses_pages_directory``, cleared only when ``st.navigation`` runs). A
-    run in that mode does not execute ``app.py``: Streamlit lists ``pages/*.py`` itself
-    (the sidebar "app, data page, ..., shared") and runs the file the URL names, or shows
-    "Page not found". The pages' URLs are their files' names (:func:`url_path`), so the
-    very first run after a start finds the page a shared link names, without a dialog;
-    this module is the first thing such a page imports, so the run stops here, before the
-    page draws anything, the mode is switched off for good, and the rerun goes through
-    ``app.py``'s frame and navigation like every later run.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    if PagesManager.uses_pages_directory and get_script_run_ctx() is not None:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-#: ``AppTest`` (streamlit.testing) sets the pages-folder mode again before every run,
-#: where a URL equal to a file's name would run that page without ``app.py``'s frame
-#: (sidebar, URL sync): under it the pages keep URLs unlike their files' names, and every
-#: run falls back to the frame as it always did. A served app never imports it.
-_UNDER_APP_TEST = "streamlit.testing.v1.app_test" in sys.modules
-
-
-def url_path(script: str, other: str) -> str:
-    """A page's URL: its file's name (``pages/live_run.py`` is ``/live_run``), so that a
-    first visit after a server start opens it (see :func:`leave_pages_folder_mode`; every
-    page imports this module first). Under ``AppTest`` the page keeps ``other`` (see
-    :data:`_UNDER_APP_TEST`)."""
-    return other if _UNDER_APP_TEST else Path(script).stem
-
-
-leave_pages_folder_mode()
 
 
 # -- session settings -------------------------------------------------------------------

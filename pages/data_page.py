@@ -12,6 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from pages import _frame
 from pages import _shared as sh
 from slarouter_core.data import DataValidationError, choose_cost, unit_of
 from slarouter_core.encoders import EncoderUnavailableError
@@ -148,6 +149,7 @@ def show_notice(where: str) -> None:
 
 
 # -- the page ---------------------------------------------------------------------------------
+_frame.open_page("pages/data_page.py")
 st.title("Data")
 data = sh.current_data()
 spec = sh.data_spec()
@@ -244,3 +246,5 @@ if st.button("Compute embeddings now", key="w_embed"):
     emb = sh.embeddings(data)
     if emb is not None:
         st.success(f"{emb.shape[0]:,} embeddings of width {emb.shape[1]} ready ({spec.encoder}).")
+
+_frame.close_page("pages/data_page.py")

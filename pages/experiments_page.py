@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from pages import _frame
 from pages import _shared as sh
 from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_METRICS, PRESETS, PROTOCOLS,
                                         SEEDS_MET_NOTE, Dataset, GridConfig, MethodSpec, aggregate,
@@ -21,6 +22,7 @@ from slarouter_core.judge import JUDGE_PRESETS
 from slarouter_core.published import ZOO_NOTE, paper_table2
 from slarouter_core.simulator import PAPER_SEEDS
 
+_frame.open_page("pages/experiments_page.py")
 st.title("Experiments")
 st.caption("Every method runs on each benchmark's own seeded stream (same order and feedback plan for all "
            "methods); offline methods (CARROT, Causal) train on a seeded history split, whose cost is added. "
@@ -284,3 +286,5 @@ def paper_protocol_section() -> None:
 
 with tab_paper:
     paper_protocol_section()
+
+_frame.close_page("pages/experiments_page.py")

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages import _frame
 from pages import _shared as sh
 from slarouter_core.live import (ROUTER_COLORS, HandRouters, feedback_model_choices, router_modes, router_modes_help,
                                  settings_change)
 from slarouter_core.live.tables import short_names
 
+#: the history's columns shown at first, and short headers for the history's columns
+HISTORY_SHOWN = ["id", "router", "model", "explored", "logged_outcome", "shat_served", "your_feedback",
+                 "q_before", "q_after"]
+HISTORY_SHORT = {"explored": "expl.", "logged_outcome": "logged", "shat_served": "shat", "your_feedback": "you",
+                 "q_before": "Q before", "q_after": "Q after", "predictor_trained": "trained"}
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
                  "late. drift: the workload shifts from one half of the benchmarks to the other.")
 
+_frame.open_page("pages/feedback_by_hand.py")
 st.title("Feedback by hand")
 st.caption("Each router you pick decides the same request and shows why: per model, the predicted satisfaction "
            "`shat`, the cost term `V*C` and the queue term `Q*(alpha - shat)`; it serves the lowest score (their "
@@ -153,6 +160,8 @@ if emb is not None:
                              column_config=sh.fitted_grid(table, number_format="%.3g"))
                 bars = session.shat_chart(req)
                 st.vega_lite_chart(bars.frame, bars.spec, width="stretch")
+                if note := session.shat_note(req):
+                    st.caption(note)
                 if req.answered and req.feedback is not None:
                     verdict = "up" if req.feedback == 1 else "down"
                     learned = "the predictor trained on it" if req.trained else "the predictor did not train on it"
@@ -183,9 +192,19 @@ if emb is not None:
     st.vega_lite_chart(q.frame, q.spec, width="stretch")
     st.subheader("Your feedback history")
     hist = hand.history_frame()
-    st.dataframe(hist, hide_index=True, width="stretch")
-    st.download_button("History (CSV)", data=hand.history_csv(), file_name="slarouter_hand_feedback.csv",
-                       mime="text/csv", on_click="ignore", key="w_dl_hist", disabled=hist.empty)
+    # the columns that tell what happened, short headers (full names as their help): all 14
+    # would scroll sideways at 1400 px; the rest are below and in the CSV
+    shown = hist[HISTORY_SHOWN].assign(model=short_names(list(hist["model"])))
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config=sh.fitted_grid(shown, HISTORY_SHORT, number_format="%.3g"))
+    st.download_button("History (CSV, every column)", data=hand.history_csv(),
+                       file_name="slarouter_hand_feedback.csv", mime="text/csv", on_click="ignore",
+                       key="w_dl_hist", disabled=hist.empty)
+    with st.expander("More columns: request text, benchmark, source, V, predictor trained"):
+        rest = hist[["id", "router"] + [c for c in hist.columns if c not in HISTORY_SHOWN]]
+        st.dataframe(rest, hide_index=True, width="stretch",
+                     column_config=sh.fitted_grid(rest, HISTORY_SHORT, number_format="%.3g",
+                                                  text={"width": "large"}))
 
 # -- the real zoo: a running `slarouter serve` answers, your thumbs go to its router ----------
 with st.expander("Ask a running service (real zoo)"):
@@ -212,3 +231,5 @@ with st.expander("Ask a running service (real zoo)"):
                 st.success(f"Sent to the service's router: its queue is now {r['q']:.4g}.")
             except (ValueError, ServiceUnreachable) as exc:
                 st.error(str(exc))
+
+_frame.close_page("pages/feedback_by_hand.py")

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from pages import _frame
 from pages import _shared as sh
 from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_model_choices,
                                  human_cost, router_modes, router_modes_help, settings_change, settings_json)
@@ -19,6 +20,7 @@ from slarouter_core.live.watchdog import WATCH_EVERY_S, Progress, stall_note, st
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
                  "late. drift: the workload shifts from one half of the benchmarks to the other.")
+_frame.open_page("pages/live_run.py")
 st.title("Live run")
 ss = st.session_state
 data = sh.current_data()
@@ -291,3 +293,5 @@ if emb is not None:
             st.rerun()
 
     watchdog()
+
+_frame.close_page("pages/live_run.py")

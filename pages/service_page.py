@@ -7,9 +7,10 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from pages import _shared  # noqa: F401  (first: a first visit after a server start opens this page)
+from pages import _frame
 from slarouter_core.service.monitor import ServiceUnreachable, ServiceView, fetch_state, fmt_share, normalise_url
 
+_frame.open_page("pages/service_page.py")
 st.title("Service")
 ss = st.session_state
 c1, c2, c3 = st.columns([3, 1, 1])
@@ -89,3 +90,5 @@ def panel() -> None:
 
 
 panel()
+
+_frame.close_page("pages/service_page.py")

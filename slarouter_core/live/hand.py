@@ -21,6 +21,8 @@ from .settings import RunSettings
 
 #: the two bars per model of the estimate chart
 WHEN = ("before", "after")
+#: its bars where the policy decides with values of its own (see :func:`shat_bars`)
+OWN_WHEN = ("decided with", "predictor before", "predictor after")
 #: the "after" bars of the before/after estimate chart (a blue that reads as "now")
 AFTER_COLOR = "#1f6feb"
 _FEEDBACK_TEXT = {None: "", 1: "up", 0: "down"}
@@ -261,10 +263,15 @@ class HandSession:
             "chosen": [self.why(req) if j == d.model else "" for j in range(len(d.shat))],
         })
         if req.shat_after is not None:
-            # shat is the predictor's output (Algorithm 1), or the policy adjusted it (levels, optimism)
-            same = req.shat_before is not None and np.array_equal(d.shat, req.shat_before)
-            out["shat after" if same else "predictor after"] = req.shat_after
+            out["predictor after" if self.decided_own_shat(req) else "shat after"] = req.shat_after
         return out
+
+    @staticmethod
+    def decided_own_shat(req: HandRequest) -> bool:
+        """Whether the decision's shat (the table's) differs from the predictor's estimate
+        (``shat_before``): the predictor's output itself in Algorithm 1, but a policy may
+        decide with values of its own (a draw from its posterior, an optimistic bound)."""
+        return req.shat_before is not None and not np.array_equal(req.decision.shat, req.shat_before)
 
     @staticmethod
     def why(req: HandRequest) -> str:
@@ -288,9 +295,27 @@ class HandSession:
         return f"Logged outcome: in the data, {model} {verdict}."
 
     def shat_chart(self, req: HandRequest) -> ChartFrame:
-        """The router's estimate per model before and after the verdict, as grouped bars."""
+        """The router's estimate per model before and after the verdict, as grouped bars;
+        where the policy decided with a shat of its own, that too (:meth:`shat_note`)."""
+        if self.decided_own_shat(req):
+            return shat_bars(self.data.models, req.shat_before, req.shat_after, self.config.alpha,
+                             f"{self.mode}: the shat it decided with, and its predictor's estimate",
+                             decided=req.decision.shat)
         return shat_bars(self.data.models, req.shat_before, req.shat_after, self.config.alpha,
                          f"{self.mode}: shat before and after your verdict")
+
+    def shat_note(self, req: HandRequest) -> str:
+        """Why the chart's predictor bars differ from the table's shat, or "" where they are
+        the same values. Without it the bars read as a bug: a predictor with no feedback yet
+        says its prior (e.g. 50% for every model) while the table shows the values drawn or
+        bounded from it."""
+        if not self.decided_own_shat(req):
+            return ""
+        return (f"{self.mode} does not decide with its predictor's estimate itself: the table's shat (the "
+                "\"decided with\" bars) is derived from it for this request (e.g. drawn from its posterior or "
+                "an optimistic bound), so the two differ; \"predictor before\" is the estimate the "
+                "decision started from (its prior where it has no feedback yet), \"predictor after\" the "
+                "estimate once your verdict has been learnt from.")
 
     def history_frame(self) -> pd.DataFrame:
         rows = []
@@ -496,23 +521,28 @@ class HandRouters:
 
 
 def shat_bars(models: tuple[str, ...] | list[str], before: np.ndarray | None, after: np.ndarray | None,
-              alpha: float, title: str) -> ChartFrame:
+              alpha: float, title: str, decided: np.ndarray | None = None) -> ChartFrame:
     """Grouped bars of an estimate per model, before and (once given) after a verdict, with
-    alpha as a labelled rule: the bar that moved is the model the verdict was about."""
-    parts = [(w, v) for w, v in zip(WHEN, (before, after)) if v is not None]
+    alpha as a labelled rule: the bar that moved is the model the verdict was about.
+    ``decided``: the shat a policy decided with where it is not the estimate itself, drawn
+    first (:data:`OWN_WHEN`), so that the chart shows the table's values too."""
+    names = WHEN if decided is None else OWN_WHEN
+    series = ([] if decided is None else [(names[0], decided)]) + list(zip(names[-2:], (before, after)))
+    parts = [(w, v) for w, v in series if v is not None]
+    colors = ["#b8c4d6", AFTER_COLOR] if decided is None else ["#e8a33d", "#b8c4d6", AFTER_COLOR]
     frame = pd.DataFrame({"model": [m for _, v in parts for m in models],
                           "when": [w for w, v in parts for _ in models],
                           "shat": np.concatenate([np.asarray(v, np.float64) for _, v in parts]) if parts
                           else np.zeros(0)})
-    when_color = {"field": "when", "type": "nominal", "sort": list(WHEN),
-                  "scale": {"domain": list(WHEN), "range": ["#b8c4d6", AFTER_COLOR]},
+    when_color = {"field": "when", "type": "nominal", "sort": list(names),
+                  "scale": {"domain": list(names), "range": colors},
                   "legend": {"title": None, "orient": "bottom"}}
     one = {"values": [{"rule": float(alpha), "label": f"alpha = {100 * alpha:.1f}%"}]}
     spec = {"title": title, "height": 170, "layer": [
         {"mark": {"type": "bar"},
          "encoding": {"x": {"field": "model", "type": "nominal", "sort": list(models), "title": None,
-                            "axis": {"labelAngle": -40, "labelLimit": 0}},
-                      "xOffset": {"field": "when", "sort": list(WHEN)},
+                            "axis": {"labelAngle": -40, "labelLimit": 0, "labelOverlap": False}},
+                      "xOffset": {"field": "when", "sort": list(names)},
                       "y": {"field": "shat", "type": "quantitative", "title": "shat", "scale": {"domain": [0, 1]},
                             "axis": {"format": "%"}},
                       "color": when_color,

@@ -49,6 +49,25 @@ def test_the_page_icon_is_an_image_served_by_the_app_not_a_font_cdn_icon(monkeyp
 
 
 
+def test_every_page_draws_the_whole_frame_itself():
+    """AppTest runs a switched-to page in Streamlit's classic ``pages/`` mode, on its own
+    (as a fresh server's first request does): each page still has the five links, the
+    dataset sidebar (Service: its own note instead) and the link's settings in the URL."""
+    from pages._frame import PAGES
+
+    for script, title, _ in PAGES:
+        at = open_app(script, seed="7")
+        assert at.title[0].value == title
+        links = [e.proto.label for e in at.sidebar.get("page_link")]
+        assert links == [t for _, t, _ in PAGES], script
+        text = sidebar_text(at)
+        if title == "Service":
+            assert "the service's own" in text and "### Dataset" not in text
+        else:
+            assert "built-in demo" in text and "seed = 7" in text, script
+        assert at.query_params["seed"] == "7", script  # sync_url ran at the page's end
+
+
 def test_settings_come_from_and_go_to_the_url():
     at = open_app("pages/live_run.py", alpha="0.65", seed="7", tick="50", rate="0.4")
     s = at.session_state.run_settings

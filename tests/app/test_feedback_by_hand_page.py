@@ -173,3 +173,47 @@ def test_the_non_iid_feedback_models_drive_the_simulated_users():
     assert "Not applied" in at.error[0].value and "bursty" in at.error[0].value
     assert at.selectbox(key="w_hand_fbmodel").value == "negative"
     assert at.session_state.run_settings.feedback_model == "negative"
+
+
+def test_the_shat_bars_show_the_shat_the_table_shows_where_the_policy_decides_with_its_own():
+    """Issue 23: with contextual the "before" bars sat at 50% while the table's shat
+    differed. Both were right but unlike: the bars were its predictor's estimate (a prior
+    of 50% before any feedback), the table the values it decided with (drawn from that
+    posterior). The chart now also draws those, and the page says why they differ."""
+    at = open_app(PAGE, mode="contextual", alpha="0.7")
+    at.multiselect(key="w_hand_routers").set_value(["contextual", "paper"]).run()
+    at.button(key="w_next").click().run()
+    cur = at.session_state.hand.current
+    req = cur.requests["contextual"]
+    assert not np.allclose(req.decision.shat, req.shat_before)  # the case the user saw
+    rows = chart_rows(charts(at)["contextual: the shat it decided with, and its predictor's estimate"])
+    table = at.dataframe[0].value
+    decided = [r["shat"] for r in rows if r["when"] == "decided with"]
+    np.testing.assert_allclose(decided, table["shat"])  # the table's values, model by model
+    np.testing.assert_allclose([r["shat"] for r in rows if r["when"] == "predictor before"], req.shat_before)
+    notes = [c.value for c in at.main.caption if "does not decide with its predictor's estimate" in c.value]
+    assert len(notes) == 1 and notes[0].startswith("contextual")
+    # paper decides with its predictor's output: the two bars, no note
+    paper = chart_rows(charts(at)["paper: shat before and after your verdict"])
+    assert {r["when"] for r in paper} == {"before"}
+    np.testing.assert_allclose([r["shat"] for r in paper], cur.requests["paper"].decision.shat)
+
+
+def test_the_history_shows_nine_columns_that_fit_and_keeps_the_rest():
+    """Issue 23: the 14-column history scrolled sideways at 1400 px: nine columns with short
+    headers (full names as help) fit the page; the rest are in an expander and the CSV."""
+    from slarouter_core.live.hand import HISTORY_COLUMNS
+    from slarouter_core.live.tables import MAIN_WIDTH
+
+    at = open_app(PAGE, mode="paper")
+    at.button(key="w_next").click().run()
+    at.feedback[0].set_value(0).run()
+    shown = at.dataframe[1]
+    assert len(shown.value.columns) == 9 and list(shown.value["your_feedback"]) == ["down"]
+    config = json.loads(shown.proto.columns)
+    assert config["your_feedback"]["label"] == "you" and config["your_feedback"]["help"] == "your_feedback"
+    assert sum(c.get("width", 0) for c in config.values()) <= MAIN_WIDTH  # the index is hidden
+    rest = at.dataframe[2].value
+    assert set(shown.value.columns) | set(rest.columns) == set(HISTORY_COLUMNS)
+    csv = at.session_state.hand.history_csv().decode().splitlines()[0].split(",")
+    assert csv == HISTORY_COLUMNS

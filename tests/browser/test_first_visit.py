@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from pages._frame import OLD_URLS
+
 from .conftest import CHROMIUM, free_port, start_app, stop_app
 
 pytestmark = pytest.mark.browser
@@ -23,58 +25,69 @@ new MutationObserver(() => {
 """
 
 
-@pytest.mark.parametrize("link, heading, text", [
-    ("live_run?enc=hashing&alpha=0.8", "Live run", "Live run settings"),
-    ("feedback_by_hand?enc=hashing&seed=7", "Feedback by hand", "seed = 7"),  # the link's settings were read
-    ("service_page?enc=hashing", "Service", "the service's own"),
-])
-def test_a_deep_link_as_the_first_request_opens_its_page(browser, link, heading, text):
+#: every URL a link may hold (the old short ones included), the page it opens, and the
+#: path the browser ends on (the old short URLs forward to their page's own URL)
+EVERY_LINK = [("", "Data", ""), ("data_page", "Data", "data_page"), ("live_run", "Live run", "live_run"),
+              ("feedback_by_hand", "Feedback by hand", "feedback_by_hand"),
+              ("experiments_page", "Experiments", "experiments_page"), ("service_page", "Service", "service_page"),
+              ("data", "Data", ""), ("live", "Live run", "live_run"), ("feedback", "Feedback by hand", "feedback_by_hand"),
+              ("experiments", "Experiments", "experiments_page"), ("service", "Service", "service_page")]
+FIRST = [x for x in EVERY_LINK if x[0] not in OLD_URLS] + [("live", "Live run", "live_run")]
+
+
+def open_link(browser, port: int, link: str, heading: str, path: str, dialog_ok: bool = False) -> None:
+    """Open ``/link?enc=hashing&seed=7``: its page, the app's five links and nothing from
+    the folder listing in the sidebar, the link's settings read and kept in the URL, and
+    (unless ``dialog_ok``) no "Page not found", not even for a moment."""
     from playwright.sync_api import expect
 
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    page.add_init_script(WATCH)
+    page.goto(f"http://127.0.0.1:{port}/{link}?enc=hashing&seed=7")
+    expect(page.locator("h1", has_text=heading)).to_be_visible(timeout=60_000)
+    page.wait_for_selector(IDLE)
+    page.wait_for_timeout(300)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    links = [a.inner_text().strip().split("\n")[-1] for a in sidebar.locator("a").all()]
+    assert [x for x in links if x] == ["Data", "Live run", "Feedback by hand", "Experiments", "Service"]
+    # Service shows the service's own settings, the others the link's
+    expect(sidebar).to_contain_text("the service's own" if heading == "Service" else "seed = 7")
+    if not dialog_ok:
+        assert page.evaluate("window.__seen") == []
+        assert page.get_by_role("dialog").count() == 0
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.url.split("?")[0] == f"http://127.0.0.1:{port}/{path}", page.url
+    assert "seed=7" in page.url, page.url
+    page.close()
+
+
+@pytest.mark.parametrize("link, heading, path", FIRST, ids=[x[0] or "root" for x in FIRST])
+def test_a_link_as_a_fresh_servers_first_request_opens_its_page(browser, link, heading, path):
+    """The first run after a start is in Streamlit's classic ``pages/`` mode, which runs the
+    file a URL names on its own: each page draws the whole frame itself. Known limit: an
+    old short URL (``/live``) opens its page with its settings but under Streamlit's "Page
+    not found" note (that mode knows only the files' names); from the first run of
+    ``app.py`` on it forwards without one (the next test)."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not installed")
     port = free_port()
     proc = start_app(port)  # a fresh server: this is its very first session
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(30_000)
-        page.add_init_script(WATCH)
-        page.goto(f"http://127.0.0.1:{port}/{link}")
-        expect(page.locator("h1", has_text=heading)).to_be_visible(timeout=60_000)
-        page.wait_for_selector(IDLE)
-        sidebar = page.locator("[data-testid='stSidebar']")
-        expect(sidebar).to_contain_text(text)
-        assert page.get_by_role("dialog").count() == 0
-        assert page.get_by_text("Page not found").count() == 0
-        assert page.evaluate("window.__seen") == []  # not even for a moment
-        # the app's own links to its five pages, and nothing from the folder listing
-        links = [a.inner_text().strip().split("\n")[-1] for a in sidebar.locator("a").all()]
-        assert [x for x in links if x] == ["Data", "Live run", "Feedback by hand", "Experiments", "Service"]
-        assert page.url.endswith(link)
-        page.close()
+        open_link(browser, port, link, heading, path, dialog_ok=link in OLD_URLS)
     finally:
         stop_app(proc)
 
 
-def test_a_link_from_before_the_page_urls_changed_opens_its_page(browser):
-    """``/live?...`` (the Live run URL until the pages got their files' names) forwards to
-    ``/live_run`` with the link's settings."""
-    from playwright.sync_api import expect
-
+def test_every_link_opens_its_page_once_the_navigation_has_run(browser):
+    """Every URL, old short ones included, through ``app.py``'s ``st.navigation``."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not installed")
     port = free_port()
     proc = start_app(port)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(30_000)
-        page.goto(f"http://127.0.0.1:{port}/data_page?enc=hashing")  # the server's first session
-        expect(page.locator("h1", has_text="Data")).to_be_visible(timeout=60_000)
-        page.goto(f"http://127.0.0.1:{port}/live?enc=hashing&seed=7")
-        expect(page.locator("h1", has_text="Live run")).to_be_visible(timeout=60_000)
-        page.wait_for_selector(IDLE)
-        expect(page.locator("[data-testid='stSidebar']")).to_contain_text("seed = 7")
-        assert "/live_run?" in page.url and "seed=7" in page.url
-        page.close()
+        open_link(browser, port, "", "Data", "")
+        for link, heading, path in EVERY_LINK:
+            open_link(browser, port, link, heading, path)
     finally:
         stop_app(proc)

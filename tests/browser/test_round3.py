@@ -107,7 +107,7 @@ def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_u
 
 
 def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_url, page, tmp_path, zoo11):
-    """Feedback by hand's metrics and explanation grid, and the Experiments page's table,
+    """Feedback by hand's metrics, explanation grid and history, and the Experiments page's table,
     on the 11-model zoo at 1400 px: no value cut, no grid scrolling sideways (screenshots
     in tmp_path)."""
     from playwright.sync_api import expect
@@ -124,6 +124,11 @@ def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_
     grid = main.locator("[data-testid='stDataFrame']").first
     settled_shot(page, grid, str(tmp_path / "hand_grid.png"))
     assert grid.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
+    # the explanation and the feedback history (its other columns are in a closed expander)
+    grids = main.locator("[data-testid='stDataFrame']:not([data-testid='stExpander'] *)")
+    expect(grids).to_have_count(2)
+    settled_shot(page, grids.last, str(tmp_path / "hand_history.png"))
+    assert grids.last.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
     page.goto(f"{app_url}/experiments_page?{query}&seed=1")
     page.wait_for_selector(IDLE)
     page.get_by_label("Seeds (comma separated)").first.fill("1")
