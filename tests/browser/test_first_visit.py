@@ -45,10 +45,13 @@ def open_link(browser, port: int, link: str, heading: str, path: str, dialog_ok:
     page.set_default_timeout(30_000)
     page.add_init_script(WATCH)
     page.goto(f"http://127.0.0.1:{port}/{link}?enc=hashing&seed=7")
+    # an old short URL forwards (a second script run on the page's own URL): the first
+    # run's end is not yet the page's, so wait for the URL the page lives on
+    page.wait_for_url(f"http://127.0.0.1:{port}/{path}?*", timeout=60_000)
     expect(page.locator("h1", has_text=heading)).to_be_visible(timeout=60_000)
     page.wait_for_selector(IDLE)
-    page.wait_for_timeout(300)
     sidebar = page.locator("[data-testid='stSidebar']")
+    expect(sidebar.locator("a")).to_have_count(5)
     links = [a.inner_text().strip().split("\n")[-1] for a in sidebar.locator("a").all()]
     assert [x for x in links if x] == ["Data", "Live run", "Feedback by hand", "Experiments", "Service"]
     # Service shows the service's own settings, the others the link's
