@@ -15,6 +15,11 @@ no per-dataset tuning):
 * unseen: zoos no default was tuned on: 4-model zoos (``random_zoo_models(4, 200 + z)``),
   and 11-model zoos whose priciest model is not the most accurate, with alpha between
   their two most accurate models (``random_zoo_models(11, 300 + z)``), z = 0, 1;
+* stated rows (``+ stated accuracies``, the contextual mode only): the unseen zoos again,
+  the router given each model's accuracy as a zoo file would state it (its
+  ``stated_levels``), measured on an independent sample of the same zoo
+  (``generate_demo_frame(3000, z + 1000, ...)``, as a leaderboard measures a model on
+  other requests than yours), never on the stream itself;
 * judge rows (``+ judge``): the same streams with judge fill-in (an ACPBench-grade judge,
   ``FeedbackConfig(judge_fill=...)``): users' thumbs where they gave them, the judge's
   verdict on every other answer and on the thumbed ones (the calibration pairs). A judge
@@ -57,11 +62,18 @@ from slarouter_core.synthetic import generate_demo_frame, random_zoo_models  # n
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
 MODES = ("paper", "guarded", "contextual")
-SCENARIOS = ("demo", "llama", "zoos", "unseen")
+SCENARIOS = ("demo", "llama", "zoos", "unseen", "stated")
 
 
 def synthetic(n_models: int, seed: int, z: int) -> RoutingData:
     return from_frame(generate_demo_frame(3000, z, random_zoo_models(n_models, seed)), cost="energy_joules")
+
+
+def stated_levels(data: RoutingData, n_models: int, seed: int, z: int) -> tuple[float, ...]:
+    """Each model's accuracy on an independent sample of the zoo (another generator seed)."""
+    other = synthetic(n_models, seed, z + 1000)
+    acc = dict(zip(other.models, other.solved.mean(0)))
+    return tuple(round(float(acc[m]), 3) for m in data.models)
 
 
 def between_best_two(data: RoutingData) -> float:
@@ -70,9 +82,9 @@ def between_best_two(data: RoutingData) -> float:
 
 
 def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int, fb: FeedbackConfig,
-            call_cost: float) -> tuple:
-    sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode=mode), feedback_rate=0.2, seed=seed,
-                                             feedback=fb))
+            call_cost: float, settings: dict) -> tuple:
+    router = RouterConfig(alpha=alpha, mode=mode).with_settings(**settings)
+    sim = simulate(data, X, SimulationConfig(router, feedback_rate=0.2, seed=seed, feedback=fb))
     a = sim.arrays()
     calls = judge_calls(a["feedback"])
     stream = float(a["cost"].mean())
@@ -81,14 +93,16 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"])
 
 
-def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int) -> list[dict]:
+def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
+        settings: dict | None = None) -> list[dict]:
     from joblib import Parallel, delayed
 
     fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
     call_cost = float(data.costs.mean(0).min()) if judge else 0.0
     mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
     tasks = [(m, s) for m in modes for s in seeds]
-    out = Parallel(n_jobs=jobs)(delayed(one_run)(data, X, m, alpha, s, fb, call_cost) for m, s in tasks)
+    out = Parallel(n_jobs=jobs)(delayed(one_run)(data, X, m, alpha, s, fb, call_cost, settings or {})
+                                for m, s in tasks)
     rows = []
     half = data.n_requests / 2
     for m in modes:
@@ -170,10 +184,21 @@ def main(argv=None) -> int:
             note = "priciest not best" if np.argmax(cost) != np.argmax(acc) else "priciest best"
             streams.append((f"unseen 11-model zoo {z} ({note}; alpha between its best two)", hard,
                             between_best_two(hard), False))
+    if "stated" in args.scenarios:
+        for n_models, base, label in ((4, 200, "unseen 4-model zoo"), (11, 300, "unseen 11-model zoo")):
+            for z in (0, 1):
+                data = synthetic(n_models, base + z, z)
+                alpha = midpoint_alpha(data) if n_models == 4 else between_best_two(data)
+                levels = stated_levels(data, n_models, base + z, z)
+                print(f"{label} {z}: stated accuracies {list(levels)} (the stream's own: "
+                      f"{[round(float(a), 3) for a in data.solved.mean(0)]})")
+                streams.append((f"{label} {z} + stated accuracies", data, alpha, False, {"stated_levels": levels}))
     plain_rows, judge_rows = [], []
-    for name, data, alpha, with_judge in streams:
+    for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, "minilm")
-        rows = run(name, data, X, alpha, seeds, args.modes, False, args.jobs)
+        settings = extra[0] if extra else None
+        modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
+        rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
         print_rows(rows)
         plain_rows += rows
         if with_judge:

@@ -9,7 +9,7 @@ default (``h: float = param(0.05, Range(low=0.0, low_open=True))``) and inherits
 :class:`Checked`, whose one ``__post_init__`` applies them (as scikit-learn declares
 ``_parameter_constraints`` once instead of checking in each estimator). The rules are
 :class:`Range`, :class:`Int`, :class:`Bool`, :class:`Choice`, :class:`Alpha` (the one
-alpha check, :func:`check_alpha`) and :class:`Instance`.
+alpha check, :func:`check_alpha`), :class:`Levels` and :class:`Instance`.
 """
 
 from __future__ import annotations
@@ -172,6 +172,18 @@ class Instance:
             raise TypeError(f"{name} must be a {self.kind.__name__}{' or None' if self.optional else ''}, "
                             f"got {type(value).__name__}")
         return value
+
+
+@dataclass(frozen=True)
+class Levels:
+    """A sequence of finite numbers in [0, 1] (one per model; empty: none given), stored
+    as a tuple of floats."""
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{name} must be a list of numbers in [0, 1], got {value!r}")
+        out = tuple(check_number(f"{name}[{i}]", v, low=0.0, high=1.0) for i, v in enumerate(value))
+        return value if out == value else out
 
 
 Rule = Callable[[str, Any], Any]

@@ -102,9 +102,17 @@ def parse_method(text: str) -> MethodSpec:
 
 
 def _key_values(rest: str, text: str, what: str, known: set[str] | None = None) -> list[tuple[str, str]]:
-    """The ``key=value`` pairs of a ``name:key=value,...`` spec, with a plain error."""
+    """The ``key=value`` pairs of a ``name:key=value,...`` spec, with a plain error; a
+    comma inside brackets belongs to its value (``stated_levels=[0.5,0.7]``)."""
     pairs = []
-    for item in filter(None, (x.strip() for x in rest.split(","))):
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(rest):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            items.append(rest[start:i])
+            start = i + 1
+    items.append(rest[start:])
+    for item in filter(None, (x.strip() for x in items)):
         key, eq, value = item.partition("=")
         if not eq or not key or (known is not None and key not in known):
             allowed = f" with a key of {', '.join(sorted(known))}" if known is not None else ""

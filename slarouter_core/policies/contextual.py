@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from ..validation import Bool, Choice, Int, Range, param
+from ..validation import Bool, Choice, Int, Levels, Range, param
 from .base import LATE_WINDOW, Policy, PolicyConfig, PolicyInfo, PolicyStep
 from .certificate import Certificate
 from .schedule import exploration_probability
@@ -115,6 +115,12 @@ class ContextualConfig(PolicyConfig):
       model's overall level (a cluster departs from it only on its own evidence).
     * ``dr``: certify with the doubly-robust estimate (False: trust the predictor, the
       ablation of part 3's robustness).
+    * ``stated_levels``, ``stated_weight``: each model's accuracy as its provider or a
+      leaderboard states it (a zoo file's ``accuracy``; one per model, in the router's model
+      order; empty: none), worth ``stated_weight`` labels: the prior of each model's level
+      (Beta(1, 1) without it). It steers the fallback, the pruning and the at-risk test
+      from the first request on, and the thumbs overrule it as they come; the estimate and
+      its bound never use it.
     """
 
     delta: float = param(0.05, Range(low=0.0, high=0.5, low_open=True, high_open=True))
@@ -139,6 +145,8 @@ class ContextualConfig(PolicyConfig):
     clusters: int = param(0, Int(low=0))
     prior_labels: float = param(2.0, Range(low=0.0, low_open=True))
     prune: bool = param(True, Bool())
+    stated_levels: tuple[float, ...] = param((), Levels())
+    stated_weight: float = param(20.0, Range(low=0.0, low_open=True))
 
 
 
@@ -189,6 +197,14 @@ class ContextualPolicy(Policy):
         window = cfg.sla_window or (int(stream_length) if stream_length else DEFAULT_WINDOW)
         self.cert = Certificate(self.alpha, cfg.delta, cfg.guarantee, window, rectify=cfg.dr, bank=cfg.bank)
         self.cost_sum = np.zeros(self.M)  # running cost sums: which model is dearer
+        # the Beta prior of each model's level: Beta(1, 1), or the stated levels' weight
+        if cfg.stated_levels:
+            if len(cfg.stated_levels) != self.M:
+                raise ValueError(f"stated_levels gives {len(cfg.stated_levels)} levels for a zoo of {self.M} models")
+            lv = np.clip(np.asarray(cfg.stated_levels, np.float64), 1e-3, 1 - 1e-3)
+            self.prior_a, self.prior_b = cfg.stated_weight * lv, cfg.stated_weight * (1.0 - lv)
+        else:
+            self.prior_a, self.prior_b = np.ones(self.M), np.ones(self.M)
         self.pos = np.zeros(self.M)  # per-model label counts (levels before the first fit)
         self.cnt = np.zeros(self.M)
         self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
@@ -223,7 +239,7 @@ class ContextualPolicy(Policy):
         """(n, M) predicted satisfaction; per-model Beta(1, 1) means before the first fit."""
         X = np.atleast_2d(np.asarray(X, np.float32))
         if self.theta is None:
-            return np.tile((self.pos + 1.0) / (self.cnt + 2.0), (len(X), 1))
+            return np.tile(self.prior_mean(self.pos, self.cnt), (len(X), 1))
         # a fixed summation order (no BLAS): the same bits on every CPU, alone or batched
         z = np.einsum("ik,km->im", X.astype(np.float64), self.W, optimize=False) + self.b
         return 1.0 / (1.0 + np.exp(-z))
@@ -251,7 +267,7 @@ class ContextualPolicy(Policy):
             self.W = (w[None, :] + d).T.copy()
             self.b = theta[-M:].copy()
         else:  # text-blind ablation: each model's level only
-            theta = np.log((self.pos + 1.0) / (self.cnt - self.pos + 1.0))
+            theta = np.log((self.pos + self.prior_a) / (self.cnt - self.pos + self.prior_b))
             self.W = np.zeros((self.D, self.M))
             self.b = theta.copy()
         self.theta = theta
@@ -280,9 +296,14 @@ class ContextualPolicy(Policy):
         np.add.at(self.cell_pos, (k, m[blind]), y[blind])
         np.add.at(self.cell_cnt, (k, m[blind]), 1.0)
 
+    def prior_mean(self, pos: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+        """Posterior mean of each model's level from ``pos`` of ``cnt`` labels and the prior."""
+        return (pos + self.prior_a) / (cnt + self.prior_a + self.prior_b)
+
     def blind_posterior(self) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and size of each model's Beta(1, 1) posterior over its request-blind labels."""
-        return (self.blind_pos + 1.0) / (self.blind_cnt + 2.0), self.blind_cnt + 2.0
+        """Mean and size of each model's Beta posterior over its request-blind labels
+        (the prior: Beta(1, 1), or the stated levels)."""
+        return self.prior_mean(self.blind_pos, self.blind_cnt), self.blind_cnt + self.prior_a + self.prior_b
 
     def blind_sd(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of each model's request-blind level."""

@@ -120,13 +120,21 @@ class RoutingService(Persistence):
         self.started_at = time.time()
         self.restored = False
         self.replayed = 0
-        self.router = SLARouter(config.router_config(), n_models=M, dim=int(self.encoder.dim), seed=config.seed)
+        self.router = SLARouter(self.router_config(), n_models=M, dim=int(self.encoder.dim), seed=config.seed)
         self.journal: Journal | None = None
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             os.chmod(self.state_dir, 0o700)
             self.journal = Journal(self.state_dir / JOURNAL_FILE)
             self.restore()
+
+    def router_config(self) -> RouterConfig:
+        """The command line's router, with the zoo's stated accuracies as its prior where
+        its policy takes one (a ``stated_levels`` setting)."""
+        rc = self.config.router_config()
+        if self.zoo.stated_levels and hasattr(rc.settings, "stated_levels"):
+            rc = rc.with_settings(stated_levels=self.zoo.stated_levels)
+        return rc
 
     # -- paths ------------------------------------------------------------------------
     @property

@@ -11,7 +11,13 @@ price_per_1k_output = 0.0002           # price per 1,000 completion tokens
 # price_per_request = 0.001            # and/or a flat price per request
 timeout_s = 60                         # optional, per call
 expected_output_tokens = 256           # optional: the prior for the cost estimate
+accuracy = 0.62                        # optional: the model's stated accuracy (a leaderboard's, your
+                                       # own evaluation's); given for every model or none
 ```
+
+Stated accuracies are the prior of each model's level for a policy that takes one (the
+contextual policy's ``stated_levels``, worth ``stated_weight`` labels): it starts from them
+instead of knowing nothing, and the thumbs overrule them as they come.
 
 An optional LLM judge labels replies that get no thumbs (run after the reply is sent, within
 a budget; a failed call only means no label)::
@@ -53,7 +59,7 @@ NOMINAL_INPUT_TOKENS = 500
 NOMINAL_OUTPUT_TOKENS = 250
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELDS = {"name", "base_url", "model", "api_key_env", "price_per_1k_input", "price_per_1k_output",
-           "price_per_request", "timeout_s", "expected_output_tokens"}
+           "price_per_request", "timeout_s", "expected_output_tokens", "accuracy"}
 
 
 _JUDGE_FIELDS = {"base_url", "model", "api_key_env", "budget", "delay_s", "max_concurrent", "price_per_request",
@@ -85,6 +91,7 @@ class ZooModel(Checked):
     price_per_request: float = param(0.0, PRICE)
     timeout_s: float = param(60.0, POSITIVE)
     expected_output_tokens: float = param(256.0, POSITIVE)
+    accuracy: float | None = param(None, Range(low=0.0, high=1.0, optional=True, to_float=True))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -132,7 +139,8 @@ class ZooModel(Checked):
                 "api_key_env": self.api_key_env,
                 "api_key_set": None if self.api_key_env is None else bool(os.environ.get(self.api_key_env)),
                 "price_per_1k_input": self.price_per_1k_input, "price_per_1k_output": self.price_per_1k_output,
-                "price_per_request": self.price_per_request, "timeout_s": self.timeout_s}
+                "price_per_request": self.price_per_request, "timeout_s": self.timeout_s,
+                "accuracy": self.accuracy}
 
 
 @dataclass(frozen=True)
@@ -188,8 +196,18 @@ class Zoo:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ZooError([f"model names must be unique; repeated: {', '.join(dup)}"])
+        stated = [m.name for m in models if m.accuracy is not None]
+        if stated and len(stated) < len(models):
+            raise ZooError([f"accuracy is given for {', '.join(stated)} only: give it for every model or none"])
         order = sorted(range(len(models)), key=lambda i: (models[i].nominal_price, i))
         object.__setattr__(self, "models", tuple(models[i] for i in order))
+
+    @property
+    def stated_levels(self) -> tuple[float, ...]:
+        """Every model's stated accuracy in routing order, or () where the file gives none."""
+        if any(m.accuracy is None for m in self.models):
+            return ()
+        return tuple(float(m.accuracy) for m in self.models)
 
     @property
     def names(self) -> tuple[str, ...]:

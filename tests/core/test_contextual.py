@@ -287,3 +287,53 @@ def test_price_reaches_the_target_when_it_can(n, M, tau, seed):
         assert rate >= tau - 1e-9
     if lam == 0.0:
         assert P[rows, np.argmin(C, axis=1)].mean() >= tau
+
+
+# -- stated accuracies: a prior the thumbs overrule ------------------------------------------
+def test_stated_levels_are_the_prior_of_each_models_level():
+    r = SLARouter(contextual(0.7, stated_levels=(0.5, 0.8, 0.6), stated_weight=20.0), 3, 4, seed=0)
+    pol = r.policy
+    assert np.allclose(pol.blind_posterior()[0], (0.5, 0.8, 0.6))
+    assert np.allclose(pol.predict(np.zeros((2, 4)))[0], (0.5, 0.8, 0.6))  # before the first fit
+    blank = SLARouter(contextual(0.7), 3, 4, seed=0).policy
+    assert np.allclose(blank.blind_posterior()[0], 0.5)  # Beta(1, 1) without them
+    with pytest.raises(ValueError, match="gives 2 levels for a zoo of 3 models"):
+        SLARouter(contextual(0.7, stated_levels=(0.5, 0.8)), 3, 4, seed=0)
+
+
+@pytest.mark.parametrize("levels, match", [((0.5, 1.2), r"stated_levels\[1\] must be"), ("0.5", "list of numbers"),
+                                           ((math.nan,), r"stated_levels\[0\] must be")])
+def test_bad_stated_levels_are_refused(levels, match):
+    with pytest.raises(ValueError, match=match):
+        ContextualConfig(stated_levels=levels)
+
+
+def test_stated_levels_survive_a_checkpoint(tmp_path):
+    r = SLARouter(contextual(0.7, stated_levels=[0.5, 0.8]), 2, 4, seed=0)
+    b = SLARouter.load(r.save(tmp_path / "s.safetensors"))
+    assert b.config.settings.stated_levels == (0.5, 0.8)
+    assert np.allclose(b.policy.blind_posterior()[0], (0.5, 0.8))
+
+
+def test_a_stated_best_model_is_served_before_any_label():
+    """No thumbs at all: without statements the fallback can only guess; with them it
+    serves the model stated best (not the dearest, a decoy)."""
+    acc = (0.55, 0.78, 0.66)
+    data, X = zoo(1500, acc_easy=acc, acc_hard=acc, cost=(1.0, 5.0, 40.0))
+    stated = simulate(data, X, SimulationConfig(contextual(0.75, stated_levels=acc), feedback_rate=0.0,
+                                                seed=0)).arrays()
+    blind = simulate(data, X, SimulationConfig(contextual(0.75), feedback_rate=0.0, seed=0)).arrays()
+    assert (stated["model"] == 1).mean() > 0.75  # all but the exploration
+    assert (blind["model"] == 1).mean() < 0.6
+    assert stated["satisfied"].mean() > blind["satisfied"].mean()
+
+
+def test_the_thumbs_overrule_a_wrong_statement():
+    """The dearest model is stated the best (0.9) and is the worst (0.3): the thumbs
+    write it off and the SLA holds."""
+    data, X = zoo(3000, acc_easy=(0.6, 0.9, 0.3), acc_hard=(0.6, 0.9, 0.3), cost=(1.0, 5.0, 40.0))
+    for seed in range(2):
+        a = simulate(data, X, SimulationConfig(contextual(0.8, stated_levels=(0.6, 0.7, 0.9)), feedback_rate=0.2,
+                                               seed=seed)).arrays()
+        assert a["satisfied"].mean() >= 0.8
+        assert (a["model"][1500:] == 2).mean() < 0.05

@@ -152,3 +152,12 @@ def test_state_files_are_private_and_the_checkpoint_names_its_router_file(tmp_pa
     assert [f for f in files if f.startswith("router")] == [ledger["router_file"]]  # the old one is gone
     assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in (tmp_path / "s").iterdir())
     assert os.stat(tmp_path / "s").st_mode & 0o777 == 0o700
+
+
+def test_a_zoos_stated_accuracies_are_the_prior_of_a_policy_that_takes_one():
+    models = [ZooModel("a", "http://127.0.0.1:1/v1", "a", price_per_request=1.0, accuracy=0.5),
+              ZooModel("b", "http://127.0.0.1:1/v1", "b", price_per_request=2.0, accuracy=0.9)]
+    svc = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.8, mode="contextual"), encoder=HashingEncoder(16))
+    assert svc.router.config.settings.stated_levels == (0.5, 0.9)
+    paper = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.8, mode="paper"), encoder=HashingEncoder(16))
+    assert not hasattr(paper.router.config.settings, "stated_levels")  # a policy without a prior ignores them

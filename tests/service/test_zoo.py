@@ -91,3 +91,15 @@ def test_model_fields_are_validated_on_construction():
         ZooModel("a", "http://h/v1", "m", price_per_request=0.0, timeout_s=0)
     with pytest.raises(ValueError, match="name"):
         ZooModel(" ", "http://h/v1", "m")
+
+
+def test_stated_accuracies_come_in_routing_order_for_every_model_or_none(tmp_path):
+    stated = GOOD.replace('price_per_1k_output = 2.0', 'price_per_1k_output = 2.0\naccuracy = 0.8')
+    with pytest.raises(ZooError, match="accuracy is given for big only"):
+        load_zoo(write(tmp_path, stated))
+    both = stated.replace('price_per_request = 0.001', 'price_per_request = 0.001\naccuracy = 0.4')
+    zoo = load_zoo(write(tmp_path, both))
+    assert zoo.names == ("tiny", "big") and zoo.stated_levels == (0.4, 0.8)
+    assert load_zoo(write(tmp_path, GOOD)).stated_levels == ()
+    with pytest.raises(ZooError, match="accuracy must be a finite number >= 0 and <= 1"):
+        load_zoo(write(tmp_path, both.replace("accuracy = 0.4", "accuracy = 40")))

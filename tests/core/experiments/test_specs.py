@@ -17,6 +17,9 @@ def test_bad_method_specs():
     with pytest.raises(ValueError, match="key=value"):
         E.parse_method("slarouter:V")
     assert E.parse_method("slarouter:V=0.0001,mode=paper").params == {"V": 0.0001, "mode": "paper"}
+    # a list's commas belong to its value
+    assert E.parse_method("slarouter:mode=contextual,stated_levels=[0.5, 0.7],delta=0.1").params == {
+        "mode": "contextual", "stated_levels": [0.5, 0.7], "delta": 0.1}
 
 
 def test_a_spec_names_its_fixed_v():
