@@ -85,6 +85,7 @@ def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_u
     charts = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']")
     expect(charts).to_have_count(8)
     page.wait_for_timeout(1500)  # the canvases finish drawing
+    page.screenshot(path=str(tmp_path / "live_run_page.png"))
     for i in range(charts.count()):
         chart = charts.nth(i)
         chart.scroll_into_view_if_needed()
@@ -141,6 +142,17 @@ def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_
     expect(grids).to_have_count(1)
     settled_shot(page, grids.first, str(tmp_path / "experiments_grid.png"))
     assert grids.first.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
+    # the comparison's charts: every legend below or beside, none clipped at the right edge
+    charts = main.locator("[data-testid='stVegaLiteChart']")
+    expect(charts.first).to_be_visible()
+    page.wait_for_timeout(1500)  # the canvases finish drawing
+    assert charts.count() >= 1
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        chart.scroll_into_view_if_needed()
+        png = chart.screenshot(path=str(tmp_path / f"experiments_chart{i}.png"))
+        assert blank_right_edge(png), f"experiments chart {i} draws up to its right edge (a cut legend)"
+    assert page.locator(METRICS).evaluate_all(CUT) == []
 
 
 @pytest.mark.parametrize("link", ["live_run?enc=hashing&fbmodel=zzz&seed=nan&alpha=1e400&routers=",
