@@ -129,6 +129,7 @@ def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_
     grids = main.locator("[data-testid='stDataFrame']:not([data-testid='stExpander'] *)")
     expect(grids).to_have_count(2)
     settled_shot(page, grids.last, str(tmp_path / "hand_history.png"))
+    page.screenshot(path=str(tmp_path / "hand_page.png"), full_page=True)
     assert grids.last.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
     page.goto(f"{app_url}/experiments_page?{query}&seed=1")
     page.wait_for_selector(IDLE)
