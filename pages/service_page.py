@@ -8,7 +8,12 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from pages import _frame
+from pages import _shared as sh
 from slarouter_core.service.monitor import ServiceUnreachable, ServiceView, fetch_state, fmt_share, normalise_url
+
+#: the models table's headers, short enough for 1400 px (the full name is each header's help)
+SHORT_HEADERS = {"prompt_tokens": "in tok.", "completion_tokens": "out tok.", "cost": "cost",
+                 "thumbs_up": "up", "thumbs_down": "down"}
 
 _frame.open_page("pages/service_page.py")
 st.title("Service")
@@ -32,7 +37,7 @@ def checked_url(text: str) -> str:
         raise ValueError(f"{text.strip()[:80]!r} is not a URL: give host:port or http://host:port, "
                          "e.g. http://127.0.0.1:8000")
     try:
-        parts.port
+        _ = parts.port  # assigned: a bare expression would be shown on the page (Streamlit's magic)
     except ValueError:
         raise ValueError(f"{text.strip()[:80]!r} has a port that is not a number from 0 to 65535") from None
     return base
@@ -63,7 +68,7 @@ def panel() -> None:
                      "(e.g. USD), from the token usage the models reported.")
     m[2].metric("SLA", h["sla"], help=f"alpha = {h['alpha']:.3f}; met when the lower bound is at least alpha.")
     m[3].metric("Queue Q", f"{h['q']:.3g}")
-    m = st.columns(4)
+    m = st.columns(3)  # longer labels than the first row's: a quarter of the page cut them
     m[0].metric("Satisfaction, all requests (estimate)", fmt_share(h["estimate"]),
                 help="Every request routed: the thumbs where a user gave them, the router's own prediction "
                      "elsewhere.")
@@ -79,8 +84,11 @@ def panel() -> None:
                + ("The SLA is checked on the thumbs received (the router claims no bound of its own). "
                   if wilson else "") + "Charts show the service's recent history. The service's own zoo: "
                + ", ".join(f"{x['name']} ({x['model']})" for x in state["models"]) + ".")
-    st.dataframe(view.models_frame().rename(columns={"cost": "cost (zoo prices)"}), hide_index=True,
-                 width="stretch")
+    # the backends' own model names are in the caption above: without them, and with short
+    # headers (full names in their help), an 11-model zoo's table fits 1400 px unscrolled
+    models = view.models_frame().drop(columns=["model"])
+    st.dataframe(models, hide_index=True, column_config=sh.fitted_grid(models, SHORT_HEADERS),
+                 height=35 * (len(models) + 1) + 3)  # every model in view, no inner scrolling
     charts = {cf.key: cf for cf in view.charts()}
     left, right = st.columns(2)
     for col, name in ((left, "queue"), (right, "cost"), (left, "satisfaction"), (right, "ratio")):

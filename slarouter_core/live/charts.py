@@ -33,12 +33,14 @@ METHOD_COLORS = {"messplus": "#8c564b", "mess+": "#8c564b", "carrot": "#0fa3b1",
 #: spare hues, handed out when two names would otherwise share a colour
 SPARE_COLORS = ("#9467bd", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#ff9896", "#98df8a", "#aec7e8",
                 "#ffbb78", "#c5b0d5", "#bcbd22", "#17becf")
-#: single models, in cost order: 20 saturated hues dark enough to read as text on white,
-#: ordered so that neighbours in cost order differ in hue and lightness (a grey scale
-#: made 11 models look alike); a 21st model and beyond cycle
-MODEL_PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#1f78b4", "#b15928",
-                 "#6a3d9a", "#17a2b8", "#8c564b", "#a8a81c", "#c2185b", "#2e7d32", "#ef6c00", "#525252",
-                 "#3949ab", "#9e0142", "#00897b", "#c79100")
+#: single models, in cost order: 20 saturated hues, each at least 3:1 against white (a
+#: line or label stays visible; the cheapest model's was a near-invisible light grey) and
+#: any two at least 16 apart in CIELAB (the first 11 at least 20), ordered so that
+#: neighbours in cost order differ in hue and lightness (a grey scale made 11 models look
+#: alike); a 21st model and beyond cycle. tests/core/live/test_vega_specs.py measures both.
+MODEL_PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#5b9518", "#a6761d", "#1f78b4", "#b15928",
+                 "#6a3d9a", "#17a2b8", "#8c564b", "#8a8a00", "#c2185b", "#2e7d32", "#000080", "#525252",
+                 "#3949ab", "#800000", "#9932cc", "#f032e6")
 #: charts that stack or list every model group the rest into one "other" band beyond this
 TOP_MODELS = 12
 #: the width (px) a half-page chart has at 1400 px, for fitting its legend's columns

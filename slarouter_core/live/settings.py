@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
+from ..encoders import EncoderUnavailableError, check_encoder_spec
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
 from ..policies.registry import DASHBOARD_DEFAULT, keep_settings
@@ -54,8 +55,10 @@ class DataSpec(Checked):
             raise ValueError("cost must name a per-model metric such as 'energy_joules'")
         if not isinstance(self.benchmarks, tuple) or not all(isinstance(b, str) for b in self.benchmarks):
             raise ValueError("benchmarks must be a tuple of names")
-        if not isinstance(self.encoder, str) or not self.encoder.strip():
-            raise ValueError("encoder must be 'minilm', 'hashing' or 'hf:<id or path>'")
+        try:
+            check_encoder_spec(self.encoder)
+        except EncoderUnavailableError as exc:  # a name that is no encoder at all (enc=zzz in a link)
+            raise ValueError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -319,7 +322,7 @@ def _build(cls, kw: dict, keys: dict, problems: list[str]):
         try:
             obj = replace(obj, **{f: v})
         except (ValueError, TypeError) as exc:
-            problems.append(f"URL parameter {keys[f]}: {_cut(str(exc), 160)}; using the default.")
+            problems.append(f"URL parameter {keys[f]}: {_cut(str(exc).rstrip('.'), 160)}; using the default.")
     return obj
 
 

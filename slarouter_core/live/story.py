@@ -62,7 +62,7 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
         if policy_info(r["mode"]).explored_labels_only and r["sla"] == "missed":
             lines.append(f"Why `{r['mode']}` misses: it explores with probability min(1, c / t^(1/4)) (c = {c:g}), so it "
                          f"explored {_pct(r['explored_share'])} of the requests ({r['explored']:,} of "
-                         f"{r['served']:,}) and its predictor learned from only {r['labels']:,} labels (explored "
+                         f"{r['served']:,}) and its predictor learned from only {r['labels']:,} label{'' if r['labels'] == 1 else 's'} (explored "
                          f"requests that got feedback). Its queue Q has grown to {r['q']:.3g}, which pushes it "
                          "towards the models its predictor rates higher, but that predictor rests on those few labels.")
     held = [r for r in routers if r["sla"] == "met"]
@@ -85,6 +85,14 @@ def _explored_labels_only(params: Any) -> bool:
         return False
 
 
+def _multiple(x: float, held: bool) -> str:
+    """A cost multiple in bold, coloured as Live run colours it: green only below the
+    reference with the SLA held, red above it, grey where the SLA is missed (cheaper then
+    is no saving)."""
+    colour = ("green" if x < 1 else "red") if held else "gray"
+    return f":{colour}[**{x:.2f}x**]"
+
+
 def experiment_story(agg: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     """The Experiments comparison in plain sentences (Markdown): per SLARouter method, on
     how many benchmarks it held the SLA and its cost as a geometric-mean multiple of the
@@ -103,15 +111,18 @@ def experiment_story(agg: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
         top = single.sort_values(["satisfaction_mean", "cost_mean"], ascending=[False, True])
         refs["the most accurate single model"] = top.drop_duplicates(keys).set_index(keys)["cost_mean"]
     lines = []
+    holders: list[tuple[float, str]] = []  # (mean cost, method) of the routers that hold everywhere
     for method, block in agg[agg["method_key"] == "slarouter"].groupby("method", sort=False):
         b = block.set_index(keys)
+        met, n = int(block["sla_met"].sum()), len(block)
         mults = []
         for name, ref in refs.items():
             ratio = (b["cost_mean"] / ref.reindex(b.index)).to_numpy(float)
             ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
             if len(ratio):
-                mults.append(f"**{float(np.exp(np.log(ratio).mean())):.2f}x** {name}")
-        met, n = int(block["sla_met"].sum()), len(block)
+                mults.append(f"{_multiple(float(np.exp(np.log(ratio).mean())), met == n)} {name}")
+        if met == n:
+            holders.append((float(block["cost_mean"].mean()), str(method)))
         verb = "holds" if met == n else ("misses" if met == 0 else "holds on some benchmarks")
         line = f"**{method}** {verb} the SLA: {met} of {n} benchmark(s)"
         line += (", at " + " and ".join(mults) + " (geometric mean over benchmarks)" if mults else "") + "."
@@ -127,4 +138,7 @@ def experiment_story(agg: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
                          f"({mine['explored'].mean():,.0f} requests on average), so its predictor saw only about "
                          f"{labels:,.0f} label{'' if round(labels) == 1 else 's'} per run (explored requests with feedback). Everywhere else it "
                          "routes on that predictor's estimates.")
+    if lines:
+        lines.insert(0, f"Here **{min(holders)[1]}** is the cheapest SLARouter mode that holds the SLA on every "
+                        "benchmark." if holders else "Here no SLARouter mode holds the SLA on every benchmark.")
     return lines

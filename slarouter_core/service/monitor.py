@@ -119,7 +119,7 @@ class ServiceView:
         dash = {"field": "series", "type": "nominal", "legend": None,
                 "scale": {"domain": list(series), "range": [[1, 0]] + [[2, 2]] * M}}
         out.append(ChartFrame("cost", _long(t, series),
-                              _chart_spec("Cumulative cost over the requests shown", "cost", color, None, dash=dash)))
+                              _chart_spec("Cumulative cost over the requests shown", "cost (zoo prices)", color, None, dash=dash)))
 
         s_used = np.array([r["shat"] if r["feedback"] is None else r["feedback"] for r in rows], np.float64)
         alpha = float(self.state["alpha"])

@@ -108,3 +108,11 @@ def test_a_link_to_a_file_without_the_links_cost_opens_with_a_cost_the_file_has(
     note = " ".join(w.value for w in at.warning)
     assert "has no cost 'energy_joules': using 'latency_ms' (ms) instead" in note
     assert "40 requests" in sidebar_text(at)
+
+
+def test_the_landing_page_points_to_live_run_and_start():
+    """Issue 23, defect 11: a newcomer on ``/`` is told where to go first."""
+    at = open_app()
+    text = " ".join(m.value for m in at.main.markdown)
+    assert "Live run" in text and "**Start**" in text
+    assert [link.proto.page for link in at.main.get("page_link")] == ["live_run"]

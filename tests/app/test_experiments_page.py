@@ -221,15 +221,38 @@ def test_the_default_comparison_says_who_holds_the_sla_and_why_the_paper_misses(
     algorithm side by side, with their multiples of both references and, where the paper
     misses, its exploration share from the runs."""
     at = open_app(PAGE)
-    assert set(at.multiselect(key="w_exp_methods").value) >= {"mine", "slarouter_ddv", "static_mixture", "single"}
+    assert set(at.multiselect(key="w_exp_methods").value) >= {"mine", "slarouter_ddv", "slarouter_guarded",
+                                                               "static_mixture", "single"}
     at.text_input(key="w_exp_seeds").set_value("1").run()
     at.button(key="w_exp_run").click().run()
     assert not at.exception and not at.error
     rows = at.session_state.exp_rows
     text = "\n".join(m.value for m in at.markdown)
     for method in ("SLARouter (sidebar settings: contextual)", "SLARouter (data-driven V)"):
-        assert f"**{method}** " in text and "x** the static mixture" in text
-    assert "x** the most accurate single model" in text
+        assert f"**{method}** " in text and "x**] the static mixture" in text
+    assert "x**] the most accurate single model" in text
+    # multiples coloured as on Live run: grey where the SLA is missed, green below / red above where held
+    import re
+
+    for line in text.splitlines():
+        for colour, value in re.findall(r":(green|red|gray)\[\*\*([0-9.]+)x\*\*\]", line):
+            if " misses the SLA" in line or "holds on some" in line:
+                assert colour == "gray", line
+            else:
+                assert colour == ("green" if float(value) < 1 else "red"), line
+    # the first line says which router held the SLA everywhere (the cheapest such), or that none did
+    from slarouter_core.experiments import aggregate
+
+    summary = aggregate(rows)
+    routers = summary[summary["method_key"] == "slarouter"]
+    held = routers.groupby("method")["sla_met"].all()
+    lines = [m.value for m in at.main.markdown]
+    first = next(v for v in lines if "SLA" in v)  # the story's first line
+    if held.any():
+        cheapest = routers[routers["method"].isin(held[held].index)].groupby("method")["cost_mean"].mean().idxmin()
+        assert first == f"Here **{cheapest}** is the cheapest SLARouter mode that holds the SLA on every benchmark."
+    else:
+        assert first == "Here no SLARouter mode holds the SLA on every benchmark."
     paper = rows[rows["method"] == "SLARouter (data-driven V)"]
     if not paper["sla_met"].all():
         share = (paper["explored"] / paper["n_stream"]).mean()

@@ -24,6 +24,14 @@ def test_a_text_that_is_no_url_is_refused_in_words(text):
     assert "ConnectError" not in errors and not at.warning
 
 
+def test_a_valid_url_is_not_echoed_on_the_page():
+    """Checking the port once showed it under the box (a bare expression: Streamlit's magic)."""
+    at = open_app(PAGE)
+    at.text_input(key="w_service_url").set_value("http://127.0.0.1:59999").run()
+    assert not at.exception
+    assert not any("59999" in m.value for m in at.main.markdown), [m.value for m in at.main.markdown]
+
+
 def test_the_sidebar_describes_the_service_not_the_dataset():
     at = open_app(PAGE)
     side = " ".join(m.value for m in at.sidebar.markdown) + " ".join(c.value for c in at.sidebar.caption)

@@ -251,3 +251,21 @@ def test_experiment_charts_label_the_alpha_line():
         text = [layer for layer in layers if layer["mark"]["type"] == "text"]
         assert text and text[0]["encoding"]["text"]["field"] == "label"
         assert "'alpha = '" in text[0]["transform"][1]["calculate"]
+
+
+def test_the_paper_q_and_a_certified_shortfall_get_an_axis_each(three):
+    """Issue 23, defect 12: the paper's Q (hundreds) and contextual's certified shortfall
+    (near 0) on one axis squashed one of them flat; a policy whose queue is another quantity
+    gets its own axis on the right, and each layer draws only its own routers."""
+    from slarouter_core.policies.registry import info as policy_info
+
+    spec, chart = next((s, c) for t, (s, c) in specs(three).items() if t.startswith("Virtual queue"))
+    own = [m for m in three.session_state.live.routers if policy_info(m).own_queue_axis]
+    assert own, "the default routers include one with a queue of its own kind"
+    assert spec["resolve"] == {"scale": {"y": "independent"}}
+    left, right = spec["layer"]
+    assert right["encoding"]["y"]["axis"]["orient"] == "right"
+    assert set(right["transform"][0]["filter"]["oneOf"]) == set(own)
+    assert not set(left["transform"][0]["filter"]["oneOf"]) & set(own)
+    series = {r["series"] for r in rows(chart)}
+    assert set(own) <= series and series - set(own)  # both axes have data

@@ -36,4 +36,6 @@ def test_an_11_model_zoo_fits_the_sidebar_and_the_page(app_url, browser, tmp_pat
     charts = main.locator("[data-testid='stVegaLiteChart']")
     expect(charts.first).to_be_visible()
     assert charts.first.evaluate("e => e.getBoundingClientRect().right") <= right
+    page.wait_for_timeout(1000)  # the canvases finish drawing
+    page.screenshot(path=str(tmp_path / "data_page.png"), full_page=True)
     page.close()

@@ -85,6 +85,7 @@ def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_u
     charts = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']")
     expect(charts).to_have_count(8)
     page.wait_for_timeout(1500)  # the canvases finish drawing
+    page.screenshot(path=str(tmp_path / "live_run_page.png"))
     for i in range(charts.count()):
         chart = charts.nth(i)
         chart.scroll_into_view_if_needed()
@@ -128,6 +129,7 @@ def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_
     grids = main.locator("[data-testid='stDataFrame']:not([data-testid='stExpander'] *)")
     expect(grids).to_have_count(2)
     settled_shot(page, grids.last, str(tmp_path / "hand_history.png"))
+    page.screenshot(path=str(tmp_path / "hand_page.png"), full_page=True)
     assert grids.last.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
     page.goto(f"{app_url}/experiments_page?{query}&seed=1")
     page.wait_for_selector(IDLE)
@@ -141,6 +143,17 @@ def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_
     expect(grids).to_have_count(1)
     settled_shot(page, grids.first, str(tmp_path / "experiments_grid.png"))
     assert grids.first.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0
+    # the comparison's charts: every legend below or beside, none clipped at the right edge
+    charts = main.locator("[data-testid='stVegaLiteChart']")
+    expect(charts.first).to_be_visible()
+    page.wait_for_timeout(1500)  # the canvases finish drawing
+    assert charts.count() >= 1
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        chart.scroll_into_view_if_needed()
+        png = chart.screenshot(path=str(tmp_path / f"experiments_chart{i}.png"))
+        assert blank_right_edge(png), f"experiments chart {i} draws up to its right edge (a cut legend)"
+    assert page.locator(METRICS).evaluate_all(CUT) == []
 
 
 @pytest.mark.parametrize("link", ["live_run?enc=hashing&fbmodel=zzz&seed=nan&alpha=1e400&routers=",
@@ -161,3 +174,69 @@ def test_garbage_links_and_the_readme_data_page_link_open_their_page(app_url, pa
         expect(page.locator("[data-testid='stSidebar']")).to_contain_text("seed = 7")
     else:
         expect(page.locator("[data-testid='stMain']")).to_contain_text("could not be used")
+
+
+@pytest.fixture(scope="module")
+def service11():
+    """A routing service in front of an 11-model zoo with the dollar zoo's long names (one
+    fake backend answers for all of them), with 80 requests routed and thumbs on a third."""
+    import httpx
+
+    from slarouter_core.encoders import HashingEncoder
+    from slarouter_core.service.core import RoutingService, ServiceConfig
+    from slarouter_core.service.fake_backend import FakeSpec, create_fake_app
+    from slarouter_core.service.server import BackgroundServer, create_app
+    from slarouter_core.service.zoo import Zoo, ZooModel
+    from tests.core.live.zoo_frames import ZOO_NAMES
+
+    backend = BackgroundServer(create_fake_app(FakeSpec("fake", 0.0, 16))).start()
+    prices = [1e-5 * 10 ** (3 * j / 10) for j in range(11)]  # 1e-5 to 1e-2 $ a request
+    zoo = Zoo(tuple(ZooModel(name=n, base_url=f"{backend.url}/v1", model=f"fake-{j}", price_per_request=p,
+                             timeout_s=5.0) for j, (n, p) in enumerate(zip(ZOO_NAMES, prices))))
+    service = RoutingService(zoo, ServiceConfig(alpha=0.8, encoder="hashing"), encoder=HashingEncoder(64))
+    server = BackgroundServer(create_app(service, api_keys=None)).start()
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        for i in range(80):
+            r = http.post("/v1/chat/completions", json={"model": "auto", "messages": [
+                {"role": "user", "content": f"question {i} on topic {i % 7}"}]})
+            r.raise_for_status()
+            if i % 3 == 0:
+                http.post("/v1/feedback", json={"request_id": r.json()["id"], "satisfied": i % 2 == 0})
+    yield server.url
+    server.stop()
+    backend.stop()
+
+
+def test_the_service_page_names_all_11_models_on_its_charts_with_nothing_cut(app_url, page, tmp_path, service11):
+    """The Service page watching an 11-model service at 1400 px: no chart draws up to its
+    right edge (its legend below, in columns that fit), no metric value is cut, and the
+    models' table does not scroll sideways (screenshots in tmp_path; that the legends name
+    every model in its own colour is tests/core/live/test_vega_specs.py's)."""
+    from playwright.sync_api import expect
+
+    from tests.core.live.zoo_frames import ZOO_NAMES
+
+    page.goto(f"{app_url}/service_page?enc=hashing")
+    page.wait_for_selector(IDLE)
+    box = page.get_by_label("Service URL", exact=True).and_(page.get_by_role("textbox"))
+    box.fill(service11)
+    box.press("Enter")
+    main = page.locator("[data-testid='stMain']")
+    expect(main).to_contain_text("Requests routed", timeout=60_000)
+    page.wait_for_selector(IDLE)
+    expect(page.locator("[data-testid='stMetricValue']").first).to_have_text("80")
+    page.screenshot(path=str(tmp_path / "service_page.png"))
+    assert page.locator("[data-testid='stException']").count() == 0
+    expect(main).to_contain_text("meta-llama/Llama-3.1-405B-Instruct")  # the service's zoo, named
+    charts = main.locator("[data-testid='stVegaLiteChart']")
+    expect(charts).to_have_count(5)
+    page.wait_for_timeout(1500)  # the canvases finish drawing
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        chart.scroll_into_view_if_needed()
+        png = chart.screenshot(path=str(tmp_path / f"service_chart{i}.png"))
+        assert blank_right_edge(png), f"service chart {i} draws up to its right edge (a cut legend or label)"
+    assert page.locator(METRICS).evaluate_all(CUT) == []
+    grid = main.locator("[data-testid='stDataFrame']").first
+    settled_shot(page, grid, str(tmp_path / "service_models.png"))
+    assert grid.locator(".dvn-scroller").evaluate_all(GRID_SCROLLS) == 0

@@ -100,3 +100,39 @@ def test_a_streaming_spec_is_built_once_and_every_call_gets_its_own_copy():
     longer = C._chart_spec("Q", "Q", color, 200, rule=0.8, rule_label="alpha")  # another stream: another spec
     assert longer["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0, 200]
     assert [la["mark"]["type"] for la in again["layer"]] == ["line", "rule", "text"]
+
+
+def _linear(hex_colour: str):
+    import numpy as np
+
+    c = np.array([int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(hex_colour: str):
+    import numpy as np
+
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ \
+        _linear(hex_colour) / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_every_model_hue_is_visible_on_white_and_apart_from_the_others():
+    """Issue 23, defects 3 and 12: up to 20 models stay distinguishable (CIELAB distance)
+    and none is a near-invisible light tint (WCAG contrast against the white page)."""
+    import numpy as np
+
+    def contrast(h: str) -> float:
+        lum = float(np.dot([0.2126, 0.7152, 0.0722], _linear(h)))
+        return 1.05 / (lum + 0.05)
+
+    palette = C.MODEL_PALETTE
+    assert len(set(palette)) == len(palette) == 20
+    assert min(map(contrast, palette)) >= 3.0, {h: round(contrast(h), 2) for h in palette}
+
+    def closest(colours):
+        return min(float(np.linalg.norm(_lab(a) - _lab(b))) for i, a in enumerate(colours) for b in colours[i + 1:])
+
+    assert closest(palette) >= 16 and closest(palette[:11]) >= 20
+    assert C.model_colors([f"m{j}" for j in range(11)]) == list(palette[:11])
