@@ -22,7 +22,7 @@ FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bur
 _frame.open_page("pages/feedback_by_hand.py")
 st.title("Feedback by hand")
 st.caption("Each router you pick decides the same request and shows why: per model, the predicted satisfaction "
-           "`shat`, the cost term `V*C` and the queue term `Q*(alpha - shat)`; it serves the lowest score (their "
+           "`shat`, the cost term `V*C` and the queue term `Q*(alpha - shat)` (a policy that prices satisfaction shows its price for Q); it serves the lowest score (their "
            "sum) unless it explores. Your thumbs are the user's feedback on one answer; it goes to the router(s) "
            "that served it. Other settings: the sidebar (change them on Live run).")
 ss = st.session_state

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..data import RoutingData
 from ..feedback import VerdictsInFlight
-from ..policies.registry import DEFAULT_POLICY
+from ..policies.registry import DEFAULT_POLICY, policy_class
 from ..router import NO_FEEDBACK, Decision, SLARouter
 from ..serving import serve_stream
 from ..simulator import stream_plan_full
@@ -250,15 +250,17 @@ class HandSession:
 
     # -- what the page shows ---------------------------------------------------------------
     def explanation(self, req: HandRequest) -> pd.DataFrame:
-        """Per model: shat, cost, V*C, Q*(alpha - shat), score; and after the verdict."""
+        """Per model: shat, cost, V*C, Q*(alpha - shat), score; and after the verdict (Q
+        under the name the policy gives it: the contextual policy's is its price)."""
         d = req.decision
         unit = self.data.cost_unit
+        q = policy_class(self.mode).info.score_multiplier
         out = pd.DataFrame({
             "model": list(self.data.models),
             "shat": d.shat,
             f"cost ({unit})": d.costs,
             "V*C": d.cost_terms,
-            "Q*(alpha-shat)": d.queue_terms,
+            f"{q}*(alpha-shat)": d.queue_terms,
             "score": d.scores,
             "chosen": [self.why(req) if j == d.model else "" for j in range(len(d.shat))],
         })

@@ -77,7 +77,8 @@ class PolicyInfo:
     applies (empty: as shown; ``{scale:g}`` is filled with the config's ``v_scale_field``),
     ``claims_bound``: whether ``lower_bound``/``estimate`` are numbers worth plotting;
     ``own_queue_axis``: its queue is another quantity than Algorithm 1's Q (a chart gives
-    it its own axis beside the others).
+    it its own axis beside the others); ``score_multiplier``: the name of ``Decision.q`` in
+    the score ``V*C + q*(alpha - shat)``.
     """
 
     label: str
@@ -90,6 +91,9 @@ class PolicyInfo:
     claims_bound: bool = True
     own_queue_axis: bool = False
     explored_labels_only: bool = False
+    #: the multiplier of ``alpha - shat`` in its decision's score (Algorithm 1's queue Q;
+    #: a policy that prices satisfaction names its price)
+    score_multiplier: str = "Q"
 
 
 @dataclass(frozen=True)

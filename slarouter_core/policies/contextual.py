@@ -176,7 +176,8 @@ class ContextualPolicy(Policy):
         help="learns from the request text which model solves it and certifies the SLA with its own "
              "confidence bound (c, V, Q_max and epsilon do not apply).",
         queue_title="certified shortfall", color="#1f6feb", v_applies=False, own_queue_axis=True,
-        v_note="V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)")
+        v_note="V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)",
+        score_multiplier="price")
 
     @classmethod
     def create(cls, settings: ContextualConfig, alpha: float, n_models: int, dim: int, seed: int,

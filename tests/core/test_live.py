@@ -469,3 +469,12 @@ def test_the_session_q_chart_has_a_frame_before_any_request(small):
     hand.serve_auto(50)
     layer = hand.q_chart().spec["layer"][0]["encoding"]
     assert layer["x"]["scale"]["domain"][1] >= 50
+
+
+def test_the_decision_table_names_a_policys_own_score_multiplier(small):
+    """Contextual's ``q`` is its price for satisfaction, not Algorithm 1's queue: the
+    table says so (paper's column keeps Q)."""
+    data, emb = small
+    hand = HandSession(data, emb, RunSettings(mode="contextual", feedback_rate=0.5, seed=1))
+    table = hand.explanation(hand.next_from_stream())
+    assert "price*(alpha-shat)" in table.columns and "Q*(alpha-shat)" not in table.columns
