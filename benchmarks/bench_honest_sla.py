@@ -155,6 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--stated-weight", type=float, default=None,
+                    help="the stated rows' stated_weight (labels a stated accuracy is worth; default the policy's)")
     args = ap.parse_args(argv)
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
@@ -192,7 +194,10 @@ def main(argv=None) -> int:
                 levels = stated_levels(data, n_models, base + z, z)
                 print(f"{label} {z}: stated accuracies {list(levels)} (the stream's own: "
                       f"{[round(float(a), 3) for a in data.solved.mean(0)]})")
-                streams.append((f"{label} {z} + stated accuracies", data, alpha, False, {"stated_levels": levels}))
+                stated = {"stated_levels": levels}
+                if args.stated_weight is not None:
+                    stated["stated_weight"] = args.stated_weight
+                streams.append((f"{label} {z} + stated accuracies", data, alpha, False, stated))
     plain_rows, judge_rows = [], []
     for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, "minilm")
