@@ -32,6 +32,16 @@ def blank_right_edge(png: bytes, columns: int = 3) -> bool:
     return strip.getextrema()[0] >= 235  # the darkest pixel there
 
 
+def assert_charts_whole(charts, tmp_path, name: str) -> None:
+    """Screenshot every chart (``name{i}.png``): none draws up to its right edge (a cut
+    legend or label)."""
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        chart.scroll_into_view_if_needed()
+        png = chart.screenshot(path=str(tmp_path / f"{name}{i}.png"))
+        assert blank_right_edge(png), f"{name} {i} draws up to its right edge (a cut legend or label)"
+
+
 #: a data grid (drawn on a canvas) scrolls sideways when its columns are wider than the page
 GRID_SCROLLS = """els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length"""
 #: metric values, labels and deltas, with whatever element inside them cuts the text
@@ -86,11 +96,7 @@ def test_an_11_model_zoo_names_every_model_on_every_chart_with_nothing_cut(app_u
     expect(charts).to_have_count(8)
     page.wait_for_timeout(1500)  # the canvases finish drawing
     page.screenshot(path=str(tmp_path / "live_run_page.png"))
-    for i in range(charts.count()):
-        chart = charts.nth(i)
-        chart.scroll_into_view_if_needed()
-        png = chart.screenshot(path=str(tmp_path / f"chart{i}.png"))
-        assert blank_right_edge(png), f"chart {i} draws up to its right edge (a cut legend or label)"
+    assert_charts_whole(charts, tmp_path, "chart")
     # metric values and deltas whole, and the sidebar's zoo table wraps instead of cutting
     assert page.locator(METRICS).evaluate_all(CUT) == []
     cells = page.locator("[data-testid='stSidebar'] [data-testid='stTable'] td, "
@@ -148,11 +154,7 @@ def test_feedback_by_hand_and_experiments_show_every_value_and_column_whole(app_
     expect(charts.first).to_be_visible()
     page.wait_for_timeout(1500)  # the canvases finish drawing
     assert charts.count() >= 1
-    for i in range(charts.count()):
-        chart = charts.nth(i)
-        chart.scroll_into_view_if_needed()
-        png = chart.screenshot(path=str(tmp_path / f"experiments_chart{i}.png"))
-        assert blank_right_edge(png), f"experiments chart {i} draws up to its right edge (a cut legend)"
+    assert_charts_whole(charts, tmp_path, "experiments_chart")
     assert page.locator(METRICS).evaluate_all(CUT) == []
 
 
