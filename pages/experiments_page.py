@@ -12,9 +12,9 @@ from pages import _frame
 from pages import _shared as sh
 from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_METRICS, PRESETS, PROTOCOLS,
                                         SEEDS_MET_NOTE, Dataset, GridConfig, MethodSpec, aggregate,
-                                        comparison_table, format_overview, format_table, markdown_table,
+                                        comparison_defaults, comparison_table, format_overview, format_table, markdown_table,
                                         paper_scores, pivot_table, published_comparison, report_text, run_grid)
-from slarouter_core.live import DEFAULT_POLICY, comparison_chart, parse_numbers, settings_method_params, sweep_charts
+from slarouter_core.live import comparison_chart, parse_numbers, settings_method_params, sweep_charts
 from slarouter_core.live.story import experiment_story
 from slarouter_core.live.experiment_charts import (ERROR_BARS, EXPORT_FORMATS, ChartExportError, render_chart,
                                                    standalone_spec)
@@ -144,9 +144,7 @@ with tab_cmp:
     # the sidebar's router (contextual by default) beside the paper's algorithm and the
     # guarded mode (on the demo's short per-benchmark streams the one that holds the SLA
     # everywhere): the comparison shows the product at its best and the paper as published
-    keys = st.multiselect("Methods", list(LABELS), default=["single", "static_mixture", "oracle", "messplus", MINE]
-                          + (["slarouter_ddv"] if run.mode != DEFAULT_POLICY else [])
-                          + (["slarouter_guarded"] if run.mode != "guarded" else []),
+    keys = st.multiselect("Methods", list(LABELS), default=comparison_defaults(run.mode, MINE),
                           format_func=LABELS.get, key="w_exp_methods")
     fb_models = feedback_box("w_exp_feedback")
     seeds = seeds_box("w_exp_seeds")

@@ -53,9 +53,9 @@ from .report import (CHEAPEST_NOTE, PIVOT_METRICS, SEEDS_MET_NOTE, SWEEP_LABELS,
                      format_overview, format_table, pivot_table, report_text, write_report,
                      write_results)
 from .runs import ROW_COLUMNS, error_row, run_task
-from .specs import DEFAULT_METHODS, PRESETS, MethodSpec, expand_presets, parse_method
+from .specs import DEFAULT_METHODS, PRESETS, MethodSpec, comparison_defaults, expand_presets, parse_method
 
-__all__ = ["QUEUE_METHODS", "aggregate", "gaps", "group_keys", "overview", "ALPHA_RULES", "MEET_SHARE",
+__all__ = ["comparison_defaults", "QUEUE_METHODS", "aggregate", "gaps", "group_keys", "overview", "ALPHA_RULES", "MEET_SHARE",
            "resolve_alpha", "seeds_needed", "ERROR_POLICIES", "run_grid", "Dataset", "ProgressFn", "load_any",
            "load_dataset", "FEEDBACK_CHOICES", "FEEDBACK_FIELDS", "FEEDBACK_PRESETS", "feedback_columns", "feedback_name",
            "feedback_params", "parse_feedback", "DEFAULT_HISTORY_FRACTION", "PAPER_EXCLUDE", "GridConfig", "Task",

@@ -80,6 +80,18 @@ DEFAULT_METHODS: tuple[MethodSpec, ...] = tuple(PRESETS[k] for k in (
     "single", "random", "static_mixture", "oracle", "carrot", "causal", "messplus", "slarouter", "slarouter_ddv"))
 
 
+def comparison_defaults(mode: str, mine: str) -> list[str]:
+    """A comparison's default methods around the user's router (``mine``, running policy
+    ``mode``): the references, the paper's algorithm where the user runs another policy,
+    and every other policy that asks to be compared by default (``PolicyInfo``)."""
+    keys = ["single", "static_mixture", "oracle", "messplus", mine]
+    if mode != DEFAULT_POLICY:
+        keys.append("slarouter_ddv")
+    keys += [f"slarouter_{n}" for n, c in REGISTRY.items()
+             if n not in (mode, DEFAULT_POLICY) and c.info.compare_by_default]
+    return keys
+
+
 def parse_method(text: str) -> MethodSpec:
     """A preset name, or ``method:key=value,key=value`` (values read as JSON when they
     parse, e.g. ``slarouter:V=0.0001,mode=paper`` or ``carrot:mu=0.5``)."""

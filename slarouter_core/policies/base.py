@@ -94,6 +94,8 @@ class PolicyInfo:
     #: the multiplier of ``alpha - shat`` in its decision's score (Algorithm 1's queue Q;
     #: a policy that prices satisfaction names its price)
     score_multiplier: str = "Q"
+    #: shown beside the sidebar's router in a comparison by default (the Experiments page)
+    compare_by_default: bool = False
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,7 @@ class ContextualPolicy(Policy):
              "confidence bound (c, V, Q_max and epsilon do not apply).",
         queue_title="certified shortfall", color="#1f6feb", v_applies=False, own_queue_axis=True,
         v_note="V, c, Q_max and epsilon do not apply to the contextual mode (its own certified rule)",
-        score_multiplier="price")
+        score_multiplier="price", compare_by_default=True)
 
     @classmethod
     def create(cls, settings: ContextualConfig, alpha: float, n_models: int, dim: int, seed: int,

@@ -130,6 +130,7 @@ class GuardedPolicy(PredictorPolicy):
 
     config_cls = GuardedConfig
     info = PolicyInfo(
+        compare_by_default=True,
         label="guarded",
         help="text-blind, holds the SLA by escalating to the priciest model (its V is v_scale times the V "
              "of the paper's rule).",

@@ -28,3 +28,11 @@ def test_a_spec_names_its_fixed_v():
     assert math.isnan(E.PRESETS["slarouter_ddv"].fixed_v) and math.isnan(E.PRESETS["oracle"].fixed_v)
     assert E.PRESETS["slarouter"].name == "SLARouter (fixed V)"
     assert E.MethodSpec("carrot", {"mu": 0.5}).name == "carrot(mu=0.5)"
+
+
+def test_a_comparison_puts_the_other_policies_that_ask_for_it_beside_the_users_router():
+    keys = E.comparison_defaults("contextual", "mine")
+    assert keys[:5] == ["single", "static_mixture", "oracle", "messplus", "mine"]
+    assert "slarouter_ddv" in keys and "slarouter_guarded" in keys and "slarouter_contextual" not in keys
+    assert "slarouter_ddv" not in E.comparison_defaults("paper", "mine")  # the user's router is the paper's
+    assert all(E.parse_method(k) for k in keys if k != "mine")
