@@ -209,6 +209,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if ignored:
         raise ValueError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to --mode "
                          f"{args.mode}")
+    taken.update(policy_settings(args.settings))
     router = RouterConfig(alpha=probe, mode=args.mode, **taken)  # validates early
     (fcfg,) = feedback_from_args(args)
     if fcfg.kind == "drift" and not args.mixed:
@@ -372,6 +373,21 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def policy_settings(items: list[str]) -> dict:
+    """``--set KEY=VALUE`` options as settings (values read as JSON where they parse);
+    the router config says which keys its policy takes."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--set needs KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="slarouter", description="SLA-constrained, cost-optimal LLM routing.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -429,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", default=None, help="results file (.csv, .json or .parquet)")
     sim.add_argument("--mode", default=DEFAULT_POLICY, choices=list(router_modes()),
                      help=choices_help("; ") + " (docs/IMPROVED.md)")
+    sim.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                     help="any setting of the chosen policy, the value read as JSON where it parses (repeatable; "
+                          "e.g. --set delta=0.1 --set 'stated_levels=[0.5,0.7,0.9]')")
     add_feedback_args(sim)
     sim.set_defaults(func=cmd_simulate)
 

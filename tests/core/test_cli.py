@@ -240,3 +240,15 @@ def test_simulate_refuses_settings_its_mode_does_not_take(data_path, tmp_path, c
     """c and the V schedule are Algorithm 1's: the contextual mode would ignore them."""
     rc = main(["simulate", *_common(data_path, tmp_path), "--alpha", "0.6", "--mode", "contextual", "--c", "0.3"])
     assert rc == 2 and "--c does not apply to --mode contextual" in capsys.readouterr().err
+
+
+def test_simulate_takes_any_setting_of_its_policy(data_path, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    rc = main(["simulate", *_common(data_path, tmp_path), "--alpha", "0.6", "--mode", "contextual",
+               "--set", "delta=0.1", "--set", "stated_levels=[0.5, 0.6, 0.7]", "--out", str(out)])
+    assert rc == 0 and out.exists()
+    for bad, says in [("stated_levels=[0.5]", "gives 1 levels for a zoo of 3 models"),
+                      ("nonsense=1", "unknown router setting 'nonsense'"), ("delta", "--set needs KEY=VALUE"),
+                      ("delta=2", "delta must be")]:
+        rc = main(["simulate", *_common(data_path, tmp_path), "--alpha", "0.6", "--mode", "contextual", "--set", bad])
+        assert rc != 0 and says in capsys.readouterr().err, bad
