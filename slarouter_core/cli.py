@@ -12,6 +12,7 @@ from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
 from .encoders import DEFAULT_ENCODER, DEFAULT_ENCODER_THREADS, EncoderUnavailableError, get_encoder
 from .experiments import PROTOCOLS, aggregate, format_table, load_any, parse_feedback, run_slarouter_grid
+from .experiments.specs import setting_value
 from .policies.registry import DEFAULT_POLICY, choices_help, keep_settings
 from .policies.registry import names as router_modes
 from .simulator import PAPER_SEEDS
@@ -381,10 +382,7 @@ def policy_settings(items: list[str]) -> dict:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"--set needs KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
+        out[key.strip()] = setting_value(value)
     return out
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,7 +30,7 @@ from .feedback import BOTH, JUDGED, NO_FEEDBACK, VerdictsInFlight, judge_of, thu
 from .policies.base import LATE_WINDOW, BlockTrace, Policy, StepDraws, int_state
 # guarded's names stay importable from here, as the docs import them
 from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig
-from .policies.registry import DEFAULT_POLICY, REGISTRY, policy_class
+from .policies.registry import DEFAULT_POLICY, REGISTRY, policy_class, settings_of
 from .policies.registry import names as policy_names
 from .policies.schedule import exploration_probability
 from .validation import check_alpha
@@ -108,9 +108,9 @@ def _with_flat(settings: Any, mode: str, flat: dict[str, Any]) -> Any:
     def owner(key: str) -> str | None:
         if key in REGISTRY:  # a policy's whole settings, named after it
             return key
-        return next((n for n, c in REGISTRY.items() if key in {f.name for f in fields(c.config_cls)}), None)
+        return next((n for n in REGISTRY if key in settings_of(n)), None)
 
-    own = {f.name for f in fields(settings)}
+    own = settings_of(mode)
     foreign = sorted(set(flat) - own)
     if foreign:
         first = owner(foreign[0])

@@ -104,13 +104,16 @@ def parse_method(text: str) -> MethodSpec:
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}: use a preset ({', '.join(PRESETS)}) "
                          f"or method:key=value with a method of {', '.join(METHODS)}")
-    params: dict[str, Any] = {}
-    for key, value in _key_values(rest, text, "method"):
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return MethodSpec(name, params)
+    return MethodSpec(name, {key: setting_value(value) for key, value in _key_values(rest, text, "method")})
+
+
+def setting_value(text: str) -> Any:
+    """A setting's value as given on a command line: JSON where it parses (numbers,
+    lists, true/false), else the text itself (a name)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def _key_values(rest: str, text: str, what: str, known: set[str] | None = None) -> list[tuple[str, str]]:

@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..data import RoutingData
 from ..feedback import VerdictsInFlight
-from ..policies.registry import DEFAULT_POLICY, policy_class
+from ..policies.registry import DEFAULT_POLICY
+from ..policies.registry import info as policy_info
 from ..router import NO_FEEDBACK, Decision, SLARouter
 from ..serving import serve_stream
 from ..simulator import stream_plan_full
@@ -254,7 +255,7 @@ class HandSession:
         under the name the policy gives it: the contextual policy's is its price)."""
         d = req.decision
         unit = self.data.cost_unit
-        q = policy_class(self.mode).info.score_multiplier
+        q = policy_info(self.mode).score_multiplier
         out = pd.DataFrame({
             "model": list(self.data.models),
             "shat": d.shat,

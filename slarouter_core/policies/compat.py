@@ -10,10 +10,9 @@ contextual state under ``"contextual"``, with arrays unprefixed.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
-from .registry import DEFAULT_POLICY, REGISTRY, policy_class
+from .registry import DEFAULT_POLICY, REGISTRY, policy_class, settings_of
 
 ROUTER_FORMAT = "slarouter-router-v2"
 ROUTER_FORMATS = ("slarouter-router-v1", ROUTER_FORMAT)
@@ -25,10 +24,6 @@ _V1_ROUTER_KEYS = ("format", "config", "n_models", "dim", "seed", "t", "n_feedba
 _PRE_CERTIFICATE_KEY = "z"
 
 
-def _field_names(cls: type) -> set[str]:
-    return {f.name for f in fields(cls)}
-
-
 def router_config_dict(d: dict) -> dict:
     """``RouterConfig`` keyword arguments from a config dict of any version: today's
     (``alpha``, ``mode``, ``settings``) and flat settings pass through; a v1 dict keeps
@@ -37,7 +32,7 @@ def router_config_dict(d: dict) -> dict:
     if "settings" in d or not all(k in d for k in _V1_SHARED):
         return d
     mode = d.pop("mode", DEFAULT_POLICY)
-    own = _field_names(policy_class(mode).config_cls)
+    own = settings_of(mode)
     settings: dict[str, Any] = {}
     nested = d.pop(mode, None)
     for name in REGISTRY:
@@ -46,7 +41,7 @@ def router_config_dict(d: dict) -> dict:
         settings.update(nested)
     elif nested is not None and not isinstance(nested, dict):
         settings.update(nested.to_dict())
-    foreign = set().union(*(_field_names(c.config_cls) for c in REGISTRY.values()))
+    foreign = set().union(*(settings_of(n) for n in REGISTRY))
     out = {"alpha": d.pop("alpha"), "mode": mode}
     for k, v in d.items():
         if k in own:

@@ -237,10 +237,11 @@ class ContextualPolicy(Policy):
 
     # -- the model ----------------------------------------------------------------
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """(n, M) predicted satisfaction; per-model Beta(1, 1) means before the first fit."""
+        """(n, M) predicted satisfaction; each model's posterior level (its prior: Beta(1, 1)
+        or the stated levels) before the first fit."""
         X = np.atleast_2d(np.asarray(X, np.float32))
         if self.theta is None:
-            return np.tile(self.prior_mean(self.pos, self.cnt), (len(X), 1))
+            return np.tile(self.level_mean(self.pos, self.cnt), (len(X), 1))
         # a fixed summation order (no BLAS): the same bits on every CPU, alone or batched
         z = np.einsum("ik,km->im", X.astype(np.float64), self.W, optimize=False) + self.b
         return 1.0 / (1.0 + np.exp(-z))
@@ -297,14 +298,14 @@ class ContextualPolicy(Policy):
         np.add.at(self.cell_pos, (k, m[blind]), y[blind])
         np.add.at(self.cell_cnt, (k, m[blind]), 1.0)
 
-    def prior_mean(self, pos: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    def level_mean(self, pos: np.ndarray, cnt: np.ndarray) -> np.ndarray:
         """Posterior mean of each model's level from ``pos`` of ``cnt`` labels and the prior."""
         return (pos + self.prior_a) / (cnt + self.prior_a + self.prior_b)
 
     def blind_posterior(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and size of each model's Beta posterior over its request-blind labels
         (the prior: Beta(1, 1), or the stated levels)."""
-        return self.prior_mean(self.blind_pos, self.blind_cnt), self.blind_cnt + self.prior_a + self.prior_b
+        return self.level_mean(self.blind_pos, self.blind_cnt), self.blind_cnt + self.prior_a + self.prior_b
 
     def blind_sd(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of each model's request-blind level."""

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from slarouter_core.encoders import HashingEncoder
+from slarouter_core.policies.paper import PaperConfig
 from slarouter_core.router import policy_names
 from slarouter_core.service.core import FeedbackError, RoutingService, ServiceConfig, wilson_lower
 from slarouter_core.service.zoo import Zoo, ZooModel
@@ -160,4 +161,4 @@ def test_a_zoos_stated_accuracies_are_the_prior_of_a_policy_that_takes_one():
     svc = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.8, mode="contextual"), encoder=HashingEncoder(16))
     assert svc.router.config.settings.stated_levels == (0.5, 0.9)
     paper = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.8, mode="paper"), encoder=HashingEncoder(16))
-    assert not hasattr(paper.router.config.settings, "stated_levels")  # a policy without a prior ignores them
+    assert paper.router.config.settings == PaperConfig()  # a policy without a prior ignores them
