@@ -3,6 +3,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
 
     python benchmarks/bench_honest_sla.py                  # 20 seeds, every scenario
     python benchmarks/bench_honest_sla.py --seeds 5 --scenarios demo zoos
+    python benchmarks/bench_honest_sla.py --ablate contenders --seeds 40   # one part off (contextual only)
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -55,6 +56,7 @@ from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
+from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES  # noqa: E402
 from slarouter_core.router import RouterConfig  # noqa: E402
 from slarouter_core.simulator import SimulationConfig, simulate  # noqa: E402
 from slarouter_core.synthetic import generate_demo_frame, random_zoo_models  # noqa: E402
@@ -157,7 +159,13 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--stated-weight", type=float, default=None,
                     help="the stated rows' stated_weight (labels a stated accuracy is worth; default the policy's)")
+    ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
+                    help="run the contextual mode only, with this part switched off (docs/IMPROVED.md)")
     args = ap.parse_args(argv)
+    ablation = dict(CONTEXTUAL_SWITCHES[args.ablate]) if args.ablate else {}
+    if args.ablate:
+        args.modes = ["contextual"]
+        print(f"contextual mode with {args.ablate} off: {ablation}")
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
     print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, defaults only")
@@ -194,20 +202,20 @@ def main(argv=None) -> int:
                 levels = stated_levels(data, n_models, base + z, z)
                 print(f"{label} {z}: stated accuracies {list(levels)} (the stream's own: "
                       f"{[round(float(a), 3) for a in data.solved.mean(0)]})")
-                stated = {"stated_levels": levels}
+                stated = {"stated_levels": levels, **ablation}
                 if args.stated_weight is not None:
                     stated["stated_weight"] = args.stated_weight
                 streams.append((f"{label} {z} + stated accuracies", data, alpha, False, stated))
     plain_rows, judge_rows = [], []
     for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, "minilm")
-        settings = extra[0] if extra else None
+        settings = extra[0] if extra else (ablation or None)
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
         print_rows(rows)
         plain_rows += rows
         if with_judge:
-            jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs)
+            jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs, ablation or None)
             print_rows(jrows)
             judge_rows.append((rows, jrows))
     if judge_rows:

@@ -140,11 +140,13 @@ class Certificate:
         self.judged += judge is not None
         return s, g
 
-    def late_thumbs(self, p: float, g: float, judge: float | None, feedback: float) -> None:
-        """Thumbs for a step already accounted without them."""
-        self.dr += (feedback - g) / self.phi if self.rectify else feedback - g
+    def late_thumbs(self, p: float, g: float, judge: float | None, feedback: float) -> float:
+        """Thumbs for a step already accounted without them; returns what they add to its value."""
+        ds = (feedback - g) / self.phi if self.rectify else feedback - g
+        self.dr += ds
         self.thumbs += 1
         self._learn(p, g, judge, feedback)
+        return ds
 
     def late_judge(self, p: float, g: float, judge: float) -> float:
         """A judge verdict for a step accounted without one and without thumbs: its

@@ -26,9 +26,10 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
    longer get there.
 4. **A fallback that finds the best model (optionally per cluster of requests).** When
    no price reaches the target, every request goes to one model, chosen by Thompson
-   sampling from each model's Beta posterior over labels of request-blind steps
-   (exploration and the fallback itself). Nothing is assumed from cost order; a model
-   unlucky on its first labels is sampled again. With ``clusters`` set (opt-in: it lost
+   sampling from each model's posterior level over its request-blind steps (exploration
+   and the fallback itself; doubly robust, so an LLM judge's calibrated verdicts on
+   unlabelled steps count too). Nothing is assumed from cost order; a model unlucky on
+   its first labels is sampled again. With ``clusters`` set (opt-in: it lost
    a seed of the 18 needed on two of the issue's streams, docs/RESULTS.md), the recent
    requests' embeddings are clustered (k-means, no labels needed; refitted with the
    model), and where a cluster's own labels make another model the best with posterior
@@ -38,9 +39,10 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
    model exactly when the SLA needed the best.
 
 Exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming for
-every model still worth one (not shown dearer and not better than another), least
-labelled first, so a model written off early can come back; dear models are explored at
-their cost ratio to the cheapest model that may carry the SLA alone.
+every model still worth one (not shown dearer and not better than another, and, while
+the fallback serves, one that may be the best), least labelled first, so a model written
+off early can come back; dear models are explored at their cost ratio to the cheapest
+model that may carry the SLA alone.
 """
 
 from __future__ import annotations
@@ -121,6 +123,13 @@ class ContextualConfig(PolicyConfig):
       (Beta(1, 1) without it). It steers the fallback, the pruning and the at-risk test
       from the first request on, and the thumbs overrule it as they come; the estimate and
       its bound never use it.
+    * ``dr_levels``: each model's level (fallback, pruning, at-risk test) from the
+      doubly-robust values of all its request-blind steps, labelled or not (see
+      ``blind_evidence``; False: from their thumbs only, the ablation). With a judge, its
+      calibrated verdicts tell the levels apart several times faster than the thumbs alone.
+    * ``contenders``: while no price reaches the target (only the best model can help),
+      explore only the models that may be the best (a 95% upper bound on the level reaches
+      the best posterior mean; False: every model not shown dominated, the ablation).
     """
 
     delta: float = param(0.05, Range(low=0.0, high=0.5, low_open=True, high_open=True))
@@ -147,6 +156,8 @@ class ContextualConfig(PolicyConfig):
     prune: bool = param(True, Bool())
     stated_levels: tuple[float, ...] = param((), Levels())
     stated_weight: float = param(20.0, Range(low=0.0, low_open=True))
+    dr_levels: bool = param(True, Bool())
+    contenders: bool = param(True, Bool())
 
 
 
@@ -163,6 +174,8 @@ CONTEXTUAL_SWITCHES: dict[str, dict] = {
     "fallback": {"fallback": "request"},
     "thompson": {"fallback": "level"},
     "commit": {"commit": 1.0},
+    "dr_levels": {"dr_levels": False},
+    "contenders": {"contenders": False},
 }
 
 
@@ -210,6 +223,12 @@ class ContextualPolicy(Policy):
         self.cnt = np.zeros(self.M)
         self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
         self.blind_cnt = np.zeros(self.M)
+        # each model's level, doubly robust over its request-blind *steps* (see blind_posterior):
+        # steps, summed estimates, and the squared residuals of the labelled ones
+        self.blind_n = np.zeros(self.M)
+        self.blind_s = np.zeros(self.M)
+        self.blind_r2 = np.zeros(self.M)
+        self.blind_r2n = np.zeros(self.M)
         self.theta: np.ndarray | None = None
         self.W = np.zeros((self.D, self.M))
         self.b = np.zeros(self.M)
@@ -302,10 +321,39 @@ class ContextualPolicy(Policy):
         """Posterior mean of each model's level from ``pos`` of ``cnt`` labels and the prior."""
         return (pos + self.prior_a) / (cnt + self.prior_a + self.prior_b)
 
+    def blind_evidence(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each model's request-blind evidence as (satisfied, labels) counts.
+
+        With ``dr_levels``, every request-blind step counts, labelled or not: its
+        doubly-robust value ``s = g + L (y - g) / phi`` (``g`` the text model's or the
+        calibrated judge's prediction) is unbiased for its satisfaction, so their mean is
+        unbiased for the model's level, with variance ``(v + (1 - phi) / phi * r2) / n`` per
+        step (``v`` the level's Bernoulli variance, ``r2`` the model's mean squared residual
+        on its labelled blind steps). It is returned as the labels that would carry the same
+        information, ``n v / (v + (1 - phi) / phi * r2)``: the thumbs' own count where the
+        predictions are worthless, several times more where a judge or the text explains
+        much of the outcome; the thumbs alone where they say more."""
+        if not self.config.dr_levels:
+            return self.blind_pos, self.blind_cnt
+        n = self.blind_n
+        mean = np.clip(self.blind_s / np.maximum(n, 1.0), 1e-3, 1 - 1e-3)
+        # the Bernoulli variance from the thumbs' posterior (a noisy DR mean near 0 or 1
+        # would claim a tiny one)
+        base = self.level_mean(self.blind_pos, self.blind_cnt)
+        v = base * (1.0 - base)
+        phi = self.cert.phi
+        r2 = (self.blind_r2 + 0.25) / (self.blind_r2n + 1.0)
+        eff = n * v / (v + (1.0 - phi) / phi * r2)
+        # the thumbs alone where they say more (a poor prediction adds noise) or are too few
+        # to know the residuals by
+        thumbs = (self.blind_cnt < self.config.min_labels) | (eff <= self.blind_cnt)
+        return np.where(thumbs, self.blind_pos, mean * eff), np.where(thumbs, self.blind_cnt, eff)
+
     def blind_posterior(self) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and size of each model's Beta posterior over its request-blind labels
+        """Mean and size of each model's Beta posterior over its request-blind evidence
         (the prior: Beta(1, 1), or the stated levels)."""
-        return self.level_mean(self.blind_pos, self.blind_cnt), self.blind_cnt + self.prior_a + self.prior_b
+        pos, cnt = self.blind_evidence()
+        return self.level_mean(pos, cnt), cnt + self.prior_a + self.prior_b
 
     def blind_sd(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of each model's request-blind level."""
@@ -342,8 +390,9 @@ class ContextualPolicy(Policy):
 
     def candidates(self) -> np.ndarray:
         """Models still worth a label: not shown, with 95% confidence, to be dearer and not
-        better than another (overall levels from request-blind labels; pruned models are
-        explored again only once the SLA is at risk)."""
+        better than another (overall levels from request-blind steps, and never on fewer
+        than ``min_labels`` of its own thumbs; pruned models are explored again only once
+        the SLA is at risk)."""
         if not self.config.prune or self.cert.at_risk:
             # at risk, the models it believes in cannot carry the SLA: one written off on
             # unlucky early labels may be the one that can
@@ -352,7 +401,9 @@ class ContextualPolicy(Policy):
         cost = self.cost_sum
         dearer = cost[None, :] > cost[:, None]  # [k, m]: m dearer than k
         better = (mean[:, None] - mean[None, :]) > _Z95 * np.hypot(sd[:, None], sd[None, :])
-        dominated = np.any(dearer & better, axis=0)
+        # a model with fewer than ``min_labels`` blind labels is never written off: the normal
+        # approximation behind the test means nothing on two unlucky labels
+        dominated = np.any(dearer & better, axis=0) & (self.blind_cnt >= self.config.min_labels)
         return np.flatnonzero(~dominated)
 
     def explore_choice(self, u: float) -> int:
@@ -364,6 +415,12 @@ class ContextualPolicy(Policy):
         if not self.config.prune:
             return min(int(u * self.M), self.M - 1)
         cand = self.candidates()
+        if self.config.contenders and self.lam >= PRICE_CAP:
+            # no price reaches the target: only the best model can help, so only the models
+            # that may be the best are worth a label
+            mean, sd = self.blind_sd()
+            may = mean[cand] + _Z95 * sd[cand] >= mean.max()
+            cand = cand[may] if may.any() else cand
         cnt = self.blind_cnt[cand]
         low = cand[cnt == cnt.min()]
         return int(low[min(int(u * len(low)), len(low) - 1)])
@@ -452,11 +509,14 @@ class ContextualPolicy(Policy):
         p = step.shat_served
         s, g = self.cert.account(p, judge, feedback)
         code = 2 if step.blind else 1 if step.by_cluster else 0  # see lab_blind
+        if code == 2:
+            self.blind_n[step.model] += 1
+            self.blind_s[step.model] += s
         if feedback is None:
             self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code, g, judge)
             self.trim_pending(LATE_WINDOW)
         else:
-            self._learn(step.model, p, x, float(feedback), code)
+            self._learn(step.model, p, x, float(feedback), code, g)
         return s
 
     def late_update(self, t: int, feedback: float) -> None:
@@ -464,8 +524,10 @@ class ContextualPolicy(Policy):
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
         m, p, x, code, g, judge = rec
-        self.cert.late_thumbs(p, g, judge, float(feedback))
-        self._learn(m, p, x, float(feedback), code)
+        ds = self.cert.late_thumbs(p, g, judge, float(feedback))
+        if code == 2:
+            self.blind_s[m] += ds
+        self._learn(m, p, x, float(feedback), code, g)
 
     def late_judge(self, t: int, verdict: float) -> None:
         """The judge's verdict on step ``t``'s answer, after the step was accounted without
@@ -475,19 +537,24 @@ class ContextualPolicy(Policy):
             raise KeyError(f"no step {t} awaiting feedback")
         m, p, x, code, g, judge = rec
         if judge is None:
-            self.pending[int(t)] = (m, p, x, code, self.cert.late_judge(p, g, float(verdict)), float(verdict))
+            g_new = self.cert.late_judge(p, g, float(verdict))
+            if code == 2:
+                self.blind_s[m] += g_new - g
+            self.pending[int(t)] = (m, p, x, code, g_new, float(verdict))
 
     def trim_pending(self, keep: int) -> None:
         """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""
         while len(self.pending) > keep:
             self.pending.popitem(last=False)
 
-    def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int) -> None:
+    def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int, g: float) -> None:
         cfg = self.config
         self.n_feedback += 1
         if code == 2:
             self.blind_pos[m] += y
             self.blind_cnt[m] += 1
+            self.blind_r2[m] += (y - g) ** 2
+            self.blind_r2n[m] += 1
         if code >= 1 and self.centers is not None:
             k = int(self.cluster_of(x)[0])
             self.cell_pos[k, m] += y
@@ -506,6 +573,9 @@ class ContextualPolicy(Policy):
     # -- checkpoints ----------------------------------------------------------------
     _SCALARS = ("n_feedback", "version", "next_fit", "ref_n", "lam", "tau", "t")
     _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c", "cost_sum")
+    #: added later: a checkpoint without them starts them at zero (thumbs-only levels until
+    #: enough request-blind steps are seen again)
+    _BLIND_DR = ("blind_n", "blind_s", "blind_r2", "blind_r2n")
     _LABELS = ("lab_x", "lab_m", "lab_y", "lab_blind")
     _CELLS = ("cell_pos", "cell_cnt")
 
@@ -515,7 +585,7 @@ class ContextualPolicy(Policy):
         meta["pending"] = [[t, m, repr(p), b, repr(g), j] for t, (m, p, _, b, g, j) in self.pending.items()]
         cert_meta, cert_arrays = self.cert.state_dict()
         meta["certificate"] = cert_meta
-        arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS}
+        arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS + self._BLIND_DR}
         arrays.update(cert_arrays)
         arrays.update({f"contextual.{k}": np.ascontiguousarray(a) for k, a in zip(self._LABELS, self.labels())})
         if self.theta is not None:
@@ -540,6 +610,11 @@ class ContextualPolicy(Policy):
             a = np.array(arrays[f"contextual.{k}"])
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
                 raise ValueError(f"contextual state {k} is not finite")
+            setattr(self, k, a)
+        for k in self._BLIND_DR:
+            a = np.array(arrays.get(f"contextual.{k}", np.zeros(self.M)), np.float64)
+            if a.shape != (self.M,) or not np.all(np.isfinite(a)):
+                raise ValueError(f"contextual state {k} is malformed")
             setattr(self, k, a)
         kept = [np.array(arrays[f"contextual.{k}"]) for k in self._LABELS]
         if not np.all(np.isfinite(kept[0])) or not np.all(np.isfinite(kept[2])):

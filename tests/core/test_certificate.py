@@ -11,7 +11,9 @@ from slarouter_core.feedback import (BOTH, JUDGED, NO_FEEDBACK, FeedbackConfig, 
                                      thumbs_of)
 from slarouter_core.judge import JudgeModel
 from slarouter_core.policies.certificate import Certificate
+from slarouter_core.policies.base import PolicyStep
 from slarouter_core.policies.contextual import ContextualConfig, ContextualPolicy
+from slarouter_core.policies.text_model import PRICE_CAP
 from slarouter_core.router import RouterConfig, SLARouter
 from slarouter_core.simulator import SimulationConfig, simulate
 
@@ -111,7 +113,7 @@ def test_no_warning_where_alpha_is_easily_reached():
 
 
 def test_a_dear_model_shown_worse_is_no_longer_explored():
-    pol = ContextualPolicy(ContextualConfig(), alpha=0.8, n_models=3, dim=4, seed=0)
+    pol = ContextualPolicy(ContextualConfig(dr_levels=False), alpha=0.8, n_models=3, dim=4, seed=0)
     pol.cost_sum[:] = [1.0, 2.0, 50.0]
     pol.ref_n = 1
     pol.blind_pos[:] = [60, 90, 20]
@@ -121,9 +123,69 @@ def test_a_dear_model_shown_worse_is_no_longer_explored():
     pol.blind_pos[:] = [60, 90, 0]
     assert 2 in pol.candidates()  # no label proves nothing
     assert ContextualPolicy(ContextualConfig(prune=False), 0.8, 3, 4).candidates().tolist() == [0, 1, 2]
+    pol.blind_cnt[:] = [100, 100, 10]
+    pol.blind_pos[:] = [60, 90, 0]
+    assert 2 in pol.candidates()  # ten unlucky labels are too few to write a model off
     pol.blind_pos[:], pol.blind_cnt[:] = [60, 90, 20], [100, 100, 100]
     pol.cert.at_risk = True  # the models it believes in cannot carry the SLA: all come back
     assert list(pol.candidates()) == [0, 1, 2]
+
+
+def test_with_no_price_reaching_the_target_only_models_that_may_be_best_are_explored():
+    """Capped, only the best model can help: a model surely worse than the leader gets no
+    exploration label (it would in the priced regime, or without ``contenders``)."""
+    def policy(**kw):
+        pol = ContextualPolicy(ContextualConfig(dr_levels=False, **kw), alpha=0.8, n_models=3, dim=4, seed=0)
+        pol.cost_sum[:] = [1.0, 2.0, 50.0]
+        pol.ref_n = 1
+        pol.blind_pos[:], pol.blind_cnt[:] = [18, 64, 60], [60, 80, 80]  # 0.30, 0.80, 0.75
+        return pol
+
+    pol = policy()
+    pol.lam = 1.0  # a price reaches the target
+    us = np.linspace(0.0, 0.999, 50)
+    assert {pol.explore_choice(u) for u in us} == {0}  # priced: the least labelled candidate
+    pol.lam = PRICE_CAP
+    assert {pol.explore_choice(u) for u in us} == {1, 2}  # capped: 0 cannot be the best
+    off = policy(contenders=False)
+    off.lam = PRICE_CAP
+    assert {off.explore_choice(u) for u in us} == {0}
+
+
+def blind_steps(pol: ContextualPolicy, model: int, level: float, n: int, rng, judge: JudgeModel | None,
+                phi: float = 0.2) -> None:
+    """``n`` request-blind steps of ``model`` whose answers satisfy with probability ``level``."""
+    for t in range(n):
+        y = float(rng.random() < level)
+        verdict = None if judge is None else float(judge.corrupt(np.array([int(y)]), rng)[0])
+        step = PolicyStep(t=t + 1, model=model, explored=True, p_explore=1.0, shat=np.full(pol.M, 0.5), q=0.0,
+                          v=1.0, shat_served=0.5, blind=True)
+        pol.update(step, np.zeros(pol.D, np.float32), y if rng.random() < phi else None, verdict)
+
+
+def test_levels_from_every_blind_step_are_unbiased_and_sharper_with_a_judge():
+    """The doubly-robust level of each model: unbiased under a judge 15 points too harsh,
+    and worth more than its thumbs where the judge explains part of the outcome; without a
+    judge (the text model's constant 0.5 explains nothing) the thumbs alone."""
+    means, sizes = {}, {}
+    for name, judge in (("judge", HARSH), ("thumbs", None)):
+        m, sz, thumbs = [], [], []
+        for seed in range(12):
+            rng = np.random.default_rng(seed)
+            pol = ContextualPolicy(ContextualConfig(), alpha=0.8, n_models=2, dim=4, seed=seed)
+            blind_steps(pol, 0, 0.70, 1500, rng, judge)
+            blind_steps(pol, 1, 0.76, 1500, rng, judge)
+            mean, size = pol.blind_posterior()
+            m.append(mean)
+            sz.append(size)
+            thumbs.append(pol.blind_cnt.copy())
+        means[name], sizes[name] = np.array(m), np.array(sz) / np.array(thumbs)
+        err = means[name] - np.array([0.70, 0.76])
+        assert np.all(np.abs(err.mean(axis=0)) < 3 * err.std(axis=0) / np.sqrt(12) + 0.005), err.mean(axis=0)
+    assert sizes["judge"].mean() > 1.3  # this harsh judge: about 1.4 thumbs per thumb
+    assert np.all((sizes["thumbs"] >= 1.0) & (sizes["thumbs"] < 1.3))  # the thumbs: they say more
+    # the sharper levels tell the two models apart more often
+    assert np.mean(means["judge"][:, 1] > means["judge"][:, 0]) >= np.mean(means["thumbs"][:, 1] > means["thumbs"][:, 0])
 
 
 def test_a_surplus_is_spent_only_beyond_the_bound_width_and_over_the_rest_of_the_window():
