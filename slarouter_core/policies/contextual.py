@@ -126,7 +126,7 @@ class ContextualConfig(PolicyConfig):
     * ``dr_levels``: each model's level (fallback, pruning, at-risk test) from the
       doubly-robust values of all its request-blind steps, labelled or not (see
       ``blind_evidence``; False: from their thumbs only, the ablation). With a judge, its
-      calibrated verdicts tell the levels apart several times faster than the thumbs alone.
+      calibrated verdicts tell the levels apart faster than the thumbs alone.
     * ``contenders``: while no price reaches the target (only the best model can help),
       explore only the models that may be the best (a 95% upper bound on the level reaches
       the best posterior mean; False: every model not shown dominated, the ablation).
@@ -223,7 +223,7 @@ class ContextualPolicy(Policy):
         self.cnt = np.zeros(self.M)
         self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
         self.blind_cnt = np.zeros(self.M)
-        # each model's level, doubly robust over its request-blind *steps* (see blind_posterior):
+        # each model's level, doubly robust over its request-blind *steps* (see blind_evidence):
         # steps, summed estimates, and the squared residuals of the labelled ones
         self.blind_n = np.zeros(self.M)
         self.blind_s = np.zeros(self.M)
