@@ -1,5 +1,5 @@
-"""Chart building on the live path: what one Live run tick and one Service poll spend
-building chart specs and frames, on an 11-model zoo after 3,000 requests (issue 23: the
+"""Chart building on the live path: what one Live run tick spends building chart specs
+and frames, on an 11-model zoo after 3,000 requests (issue 23: the
 charts moved to Altair; this shows a tick does not pay for it).
 
 An 11-model zoo (``random_zoo_models(11, seed=0)``, 3,000 requests of the demo generator,
@@ -78,19 +78,16 @@ def main() -> None:
             _chart_spec("Model call ratio", "share of calls", color_encoding("series", models, models, "model"), n,
                         area=True, percent=True, y_domain=[0.0, 1.0])
 
-    from slarouter_core import experiments as E
     from slarouter_core.live.experiment_charts import comparison_chart
     import pandas as pd
     agg = pd.DataFrame([{"benchmark": b, "method": m, "seeds": 3, "cost_mean": 1.0 + j, "cost_std": 0.1,
                          "satisfaction_mean": 0.5 + 0.03 * j, "satisfaction_std": 0.01, "alpha": 0.8,
                          "sla_met": j > 8, "cost_unit": "USD", "feedback_model": "iid"}
                         for b in ("b0", "b1", "b2", "b3") for j, m in enumerate(models + ["static_mixture", "oracle"])])
-    del E
     from slarouter_core.live import charts as C
 
     def cold_specs() -> None:
-        if hasattr(C, "_streaming_chart"):  # the Altair version caches each distinct spec
-            C._streaming_chart.cache_clear()
+        C._streaming_chart.cache_clear()  # each distinct spec is built once, then cached
         specs()
 
     for label, fn in (("LiveRun.charts() (one tick's streaming charts)", live.charts),

@@ -15,7 +15,8 @@ from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_
 from slarouter_core.experiments.runs import judge_call_cost
 from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
-from slarouter_core.live.watchdog import WATCH_EVERY_S, Progress, stall_note, stalled
+from slarouter_core.live.watchdog import WATCH_EVERY_S, Progress
+from slarouter_core.live.watchdog import check as check_stall
 
 FEEDBACK_HELP = ("iid: each request independently. bursty: feedback comes in bursts (same mean rate). "
                  "negative: thumbs-down given more often than thumbs-up. delayed: verdicts arrive 50 requests "
@@ -170,10 +171,10 @@ if emb is not None:
     if note:
         st.warning(note)
     # defect 9: a run believed running that serves nothing is said, never silent
-    now = time.monotonic()
-    if stalled(ss.get("live_progress"), live.t, now, ss.live_period, bool(ss.get("live_running")), live.done):
-        ss.live_stall_note = stall_note(ss.live_progress, now)
-        ss.live_progress = Progress(now, live.t)
+    progress, note = check_stall(ss.get("live_progress"), live.t, time.monotonic(), ss.live_period,
+                                 bool(ss.get("live_running")), live.done)
+    if note:
+        ss.live_stall_note, ss.live_progress = note, progress
     stall = ss.pop("live_stall_note", None)
     if stall:
         st.warning(stall)
@@ -285,11 +286,10 @@ if emb is not None:
     def watchdog() -> None:
         """Its own timer: if the run's timer stops while the run counts as running, a full
         rerun restarts it and the page says so (above the buttons)."""
-        now = time.monotonic()
-        if stalled(ss.get("live_progress"), ss.live.t, now, ss.live_period, bool(ss.get("live_running")),
-                   ss.live.done):
-            ss.live_stall_note = stall_note(ss.live_progress, now)
-            ss.live_progress = Progress(now, ss.live.t)
+        progress, note = check_stall(ss.get("live_progress"), ss.live.t, time.monotonic(), ss.live_period,
+                                     bool(ss.get("live_running")), ss.live.done)
+        if note:
+            ss.live_stall_note, ss.live_progress = note, progress
             st.rerun()
 
     watchdog()

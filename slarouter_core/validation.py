@@ -182,8 +182,7 @@ class Levels:
     def __call__(self, name: str, value: Any) -> Any:
         if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
             raise ValueError(f"{name} must be a list of numbers in [0, 1], got {value!r}")
-        out = tuple(check_number(f"{name}[{i}]", v, low=0.0, high=1.0) for i, v in enumerate(value))
-        return value if out == value else out
+        return tuple(check_number(f"{name}[{i}]", v, low=0.0, high=1.0) for i, v in enumerate(value))
 
 
 Rule = Callable[[str, Any], Any]

@@ -54,3 +54,12 @@ def stall_note(progress: Progress, now: float) -> str:
     return (f"The live run had served nothing for {now - progress.at:.0f} s although it was started "
             f"(still at {progress.served:,} requests): its updates stalled. They were restarted just now; if "
             "the count still does not move, press Pause, then Start (or Reset).")
+
+
+def check(progress: Progress | None, served: int, now: float, period: float, running: bool,
+          done: bool = False) -> tuple[Progress | None, str | None]:
+    """The page's one stall check: ``(progress, None)`` while all is well; a restarted clock
+    and the note to show once the run has stalled."""
+    if not stalled(progress, served, now, period, running, done):
+        return progress, None
+    return Progress(now, served), stall_note(progress, now)

@@ -224,11 +224,10 @@ class ContextualPolicy(Policy):
         self.blind_pos = np.zeros(self.M)  # the same, from labels of request-blind choices only
         self.blind_cnt = np.zeros(self.M)
         # each model's level, doubly robust over its request-blind *steps* (see blind_evidence):
-        # steps, summed estimates, and the squared residuals of the labelled ones
+        # steps, summed estimates, and the squared residuals of the labelled ones (blind_cnt of them)
         self.blind_n = np.zeros(self.M)
         self.blind_s = np.zeros(self.M)
         self.blind_r2 = np.zeros(self.M)
-        self.blind_r2n = np.zeros(self.M)
         self.theta: np.ndarray | None = None
         self.W = np.zeros((self.D, self.M))
         self.b = np.zeros(self.M)
@@ -330,9 +329,9 @@ class ContextualPolicy(Policy):
         unbiased for the model's level, with variance ``(v + (1 - phi) / phi * r2) / n`` per
         step (``v`` the level's Bernoulli variance, ``r2`` the model's mean squared residual
         on its labelled blind steps). It is returned as the labels that would carry the same
-        information, ``n v / (v + (1 - phi) / phi * r2)``: the thumbs' own count where the
-        predictions are worthless, several times more where a judge or the text explains
-        much of the outcome; the thumbs alone where they say more."""
+        information, ``n v / (v + (1 - phi) / phi * r2)``: fewer than the thumbs where the
+        predictions are worthless, more where a judge or the text explains much of the
+        outcome; the thumbs alone where they say more."""
         if not self.config.dr_levels:
             return self.blind_pos, self.blind_cnt
         n = self.blind_n
@@ -342,7 +341,7 @@ class ContextualPolicy(Policy):
         base = self.level_mean(self.blind_pos, self.blind_cnt)
         v = base * (1.0 - base)
         phi = self.cert.phi
-        r2 = (self.blind_r2 + 0.25) / (self.blind_r2n + 1.0)
+        r2 = (self.blind_r2 + 0.25) / (self.blind_cnt + 1.0)
         eff = n * v / (v + (1.0 - phi) / phi * r2)
         # the thumbs alone where they say more (a poor prediction adds noise) or are too few
         # to know the residuals by
@@ -554,7 +553,6 @@ class ContextualPolicy(Policy):
             self.blind_pos[m] += y
             self.blind_cnt[m] += 1
             self.blind_r2[m] += (y - g) ** 2
-            self.blind_r2n[m] += 1
         if code >= 1 and self.centers is not None:
             k = int(self.cluster_of(x)[0])
             self.cell_pos[k, m] += y
@@ -575,7 +573,7 @@ class ContextualPolicy(Policy):
     _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c", "cost_sum")
     #: added later: a checkpoint without them starts them at zero (thumbs-only levels until
     #: enough request-blind steps are seen again)
-    _BLIND_DR = ("blind_n", "blind_s", "blind_r2", "blind_r2n")
+    _BLIND_DR = ("blind_n", "blind_s", "blind_r2")
     _LABELS = ("lab_x", "lab_m", "lab_y", "lab_blind")
     _CELLS = ("cell_pos", "cell_cnt")
 

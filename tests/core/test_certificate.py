@@ -184,8 +184,22 @@ def test_levels_from_every_blind_step_are_unbiased_and_sharper_with_a_judge():
         assert np.all(np.abs(err.mean(axis=0)) < 3 * err.std(axis=0) / np.sqrt(12) + 0.005), err.mean(axis=0)
     assert sizes["judge"].mean() > 1.3  # this harsh judge: about 1.4 thumbs per thumb
     assert np.all((sizes["thumbs"] >= 1.0) & (sizes["thumbs"] < 1.3))  # the thumbs: they say more
-    # the sharper levels tell the two models apart more often
-    assert np.mean(means["judge"][:, 1] > means["judge"][:, 0]) >= np.mean(means["thumbs"][:, 1] > means["thumbs"][:, 0])
+
+
+def test_with_a_judge_the_levels_from_every_blind_step_err_less_than_the_thumbs_alone():
+    """Sharper in fact, not only in their claimed size: on the same 24 streams, the squared
+    error of both models' levels is smaller than with the thumbs alone (``dr_levels=False``)."""
+    def errors(dr_levels: bool) -> np.ndarray:
+        out = []
+        for seed in range(24):
+            rng = np.random.default_rng(seed)
+            pol = ContextualPolicy(ContextualConfig(dr_levels=dr_levels), alpha=0.8, n_models=2, dim=4, seed=seed)
+            blind_steps(pol, 0, 0.70, 1500, rng, HARSH)
+            blind_steps(pol, 1, 0.76, 1500, rng, HARSH)
+            out.append(pol.blind_posterior()[0] - (0.70, 0.76))
+        return np.array(out)
+
+    assert (errors(True) ** 2).mean() < (errors(False) ** 2).mean()
 
 
 def test_a_surplus_is_spent_only_beyond_the_bound_width_and_over_the_rest_of_the_window():

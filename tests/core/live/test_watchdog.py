@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slarouter_core.live.watchdog import STALL_MIN_S, STALL_TICKS, Progress, stall_after, stall_note, stalled
+from slarouter_core.live.watchdog import STALL_MIN_S, STALL_TICKS, Progress, check, stall_after, stall_note, stalled
 
 
 def test_a_running_run_that_serves_nothing_for_long_enough_has_stalled():
@@ -27,3 +27,11 @@ def test_progress_moves_only_when_the_run_serves_and_the_note_says_what_to_do():
     assert "60 s" in note and "400" in note and "Pause" in note
     with pytest.raises(ValueError):
         Progress(0.0, -1)
+
+
+def test_the_pages_check_restarts_the_clock_and_says_so_only_once_stalled():
+    p = Progress(100.0, 7)
+    assert check(p, 7, 101.0, 0.3, running=True) == (p, None)
+    progress, note = check(p, 7, 200.0, 0.3, running=True)
+    assert progress == Progress(200.0, 7) and note == stall_note(p, 200.0)
+    assert check(None, 0, 200.0, 0.3, running=True) == (None, None)
