@@ -57,7 +57,15 @@ def test_live_run_then_thumbs_down(app_url, browser):
     page.get_by_role("button", name="Pause").click()
     expect(page.get_by_role("button", name="Pause")).to_be_disabled()  # the paused rerun has been drawn
     page.wait_for_selector(IDLE)
+    # a tick already in flight when Pause was clicked may still land: read Served once it holds
     served = int(metric_value(page, "Served").replace(",", ""))
+    for _ in range(10):
+        page.wait_for_timeout(1000)
+        page.wait_for_selector(IDLE)
+        now = int(metric_value(page, "Served").replace(",", ""))
+        if now == served:
+            break
+        served = now
     with page.expect_download() as download:  # built lazily on click, from this session's run
         page.get_by_role("button", name="Trace (CSV)").click()
     lines = open(download.value.path()).read().splitlines()
