@@ -14,21 +14,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, \
     model_validator
 
+from .records import BadJSON, no_json_constant
+
 MAX_TOKENS_LIMIT = 10_000_000
-
-
-class BadJSON(ValueError):
-    """A body that is not strict JSON (the message says why)."""
-
-
-def _no_constant(name: str) -> Any:
-    raise BadJSON(f"{name} is not valid JSON")
 
 
 def strict_json(raw: bytes) -> Any:
     """Parse ``raw`` as UTF-8 JSON, refusing NaN/Infinity, absurd numbers and deep nesting."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(raw.decode("utf-8"), parse_constant=no_json_constant)
     except BadJSON:
         raise
     except UnicodeDecodeError:

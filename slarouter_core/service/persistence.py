@@ -18,7 +18,7 @@ import numpy as np
 
 from ..router import SLARouter
 from .journal import private_file
-from .records import ModelStats, unb64_vector
+from .records import ModelStats, no_json_constant, unb64_vector
 
 log = logging.getLogger("slarouter.service")
 #: the router checkpoint of an old ledger that does not name its file
@@ -82,7 +82,7 @@ class Persistence:
 
     def _load_checkpoint(self, d: Path, lp: Path) -> int:
         try:
-            doc = json.loads(lp.read_text(), parse_constant=_no_constant)
+            doc = json.loads(lp.read_text(), parse_constant=no_json_constant)
         except (OSError, ValueError) as exc:
             raise ValueError(f"{lp}: not a service ledger ({exc})") from None
         if not isinstance(doc, dict) or doc.get("format") != LEDGER_FORMAT:
@@ -157,11 +157,6 @@ class Persistence:
                 rec[3] = "failed"
         self.replayed = n
         return n
-
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _num(x: float) -> float | None:

@@ -1,6 +1,6 @@
 """The routing service's small records and checks: tickets, per-model statistics, circuit
-breakers, backend usage and prompt cleaning, the Wilson bound, and the embedding's
-journal encoding."""
+breakers, backend usage and prompt cleaning, the Wilson bound, the embedding's journal
+encoding, and the refusal of JSON's NaN/Infinity constants."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ class FeedbackError(Exception):
     def __init__(self, status: int, message: str):
         self.status = status
         super().__init__(message)
+
+
+class BadJSON(ValueError):
+    """A body that is not strict JSON (the message says why)."""
+
+
+def no_json_constant(name: str) -> Any:
+    """``parse_constant`` for the request bodies and the ledger: refuse NaN/Infinity, which JSON does not have."""
+    raise BadJSON(f"{name} is not valid JSON")
 
 
 @dataclass
