@@ -15,7 +15,7 @@ from .experiments import PROTOCOLS, aggregate, format_table, load_any, parse_fee
 from .experiments.specs import setting_value
 from .policies.registry import DEFAULT_POLICY, choices_help, keep_settings
 from .policies.registry import names as router_modes
-from .simulator import PAPER_SEEDS
+from .simulator import DEFAULT_FEEDBACK_RATE, PAPER_SEEDS
 
 
 def _progress(label: str):
@@ -172,7 +172,7 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
 
     kinds = args.feedback if isinstance(args.feedback, list) else [args.feedback or "iid"]
     rates = args.feedback_rate if isinstance(args.feedback_rate, list) else [args.feedback_rate]
-    rates = [0.2 if r is None else r for r in rates]  # compare leaves it unset until apply_protocol
+    rates = [DEFAULT_FEEDBACK_RATE if r is None else r for r in rates]  # compare leaves it unset until apply_protocol
     if args.judge_budget is not None and not args.judge_fill:
         raise ValueError("--judge-budget is the share of unlabelled requests the judge fills in: add --judge-fill")
     out = []
@@ -249,7 +249,7 @@ def apply_protocol(args: argparse.Namespace) -> argparse.Namespace:
     given: every explicit flag overrides the protocol."""
     proto = PROTOCOLS.get(args.protocol) if args.protocol else None
     defaults = dict(methods=list(COMPARE_METHODS), seeds=list(PAPER_SEEDS), alpha=["midpoint"],
-                    feedback_rate=[0.2], feedback=["iid"])
+                    feedback_rate=[DEFAULT_FEEDBACK_RATE], feedback=["iid"])
     if proto is not None:
         defaults.update(methods=list(proto.methods), seeds=list(proto.seeds), alpha=[proto.alpha],
                         feedback_rate=[proto.feedback_rate])
@@ -436,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--V", type=float, default=None, help="fixed V (default: data-driven)")
     sim.add_argument("--q-max", type=float, default=None, help="Q_max for data-driven V (default 30)")
     sim.add_argument("--eps", type=float, default=None, help="epsilon for data-driven V (default 0.001)")
-    sim.add_argument("--feedback-rate", type=float, default=0.2)
+    sim.add_argument("--feedback-rate", type=float, default=DEFAULT_FEEDBACK_RATE)
     sim.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS))
     sim.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
     sim.add_argument("--mixed", action="store_true", help="one mixed stream instead of one per benchmark")
@@ -465,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "e.g. slarouter:mode=contextual or slarouter:V=0.0001")
     cmp_.add_argument("--seeds", type=int, nargs="+", default=None, help=f"(default {' '.join(map(str, PAPER_SEEDS))})")
     cmp_.add_argument("--feedback-rate", type=float, nargs="+", default=None,
-                      help="one or more rates (a grid axis; default 0.2)")
+                      help=f"one or more rates (a grid axis; default {DEFAULT_FEEDBACK_RATE})")
     add_feedback_args(cmp_, several=True)
     cmp_.add_argument("--mixed", action="store_true",
                       help="one stream over all selected benchmarks per dataset (needed by --feedback drift)")

@@ -26,6 +26,8 @@ from .serving import serve_stream
 from .validation import Bool, Checked, Instance, Int, param
 
 PAPER_SEEDS = (42, 1, 1234)
+#: share of requests that give feedback when a run does not say (the paper's protocol)
+DEFAULT_FEEDBACK_RATE = 0.2
 
 _BLAS = ThreadpoolController()
 
@@ -44,7 +46,7 @@ def single_threaded_blas():
 @dataclass(frozen=True)
 class SimulationConfig(Checked):
     router: RouterConfig = param(check=Instance(RouterConfig))
-    feedback_rate: float = 0.2  # checked by the feedback model (FeedbackConfig.check_rate)
+    feedback_rate: float = DEFAULT_FEEDBACK_RATE  # checked by the feedback model (FeedbackConfig.check_rate)
     seed: int = param(42, Int(low=0))
     shuffle: bool = param(True, Bool())
     feedback: FeedbackConfig = param(FeedbackConfig(), Instance(FeedbackConfig))
@@ -59,8 +61,9 @@ class SimulationConfig(Checked):
 
     @classmethod
     def from_dict(cls, d: dict) -> "SimulationConfig":
-        return cls(router=RouterConfig.from_dict(d["router"]), feedback_rate=d.get("feedback_rate", 0.2),
-                   seed=d.get("seed", 42), shuffle=d.get("shuffle", True),
+        return cls(router=RouterConfig.from_dict(d["router"]),
+                   feedback_rate=d.get("feedback_rate", DEFAULT_FEEDBACK_RATE), seed=d.get("seed", 42),
+                   shuffle=d.get("shuffle", True),
                    feedback=FeedbackConfig.from_dict(d.get("feedback")))
 
 
