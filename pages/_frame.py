@@ -24,18 +24,19 @@ from PIL import Image
 from pages import _shared as sh
 from slarouter_core.live import DEFAULT_POLICY, RunSettings, human_cost, settings_to_query, zoo_table
 
-#: script, title, icon, in menu order; the first is the default page, served at ``/``.
-#: Each page's URL is its file's name (``/live_run``): the name Streamlit's classic mode
-#: gives it too, so a link works in either mode.
-PAGES = [("pages/data_page.py", "Data", ":material/table:"),
-         ("pages/live_run.py", "Live run", ":material/monitoring:"),
-         ("pages/feedback_by_hand.py", "Feedback by hand", ":material/thumbs_up_down:"),
-         ("pages/experiments_page.py", "Experiments", ":material/science:"),
-         ("pages/service_page.py", "Service", ":material/dns:")]
-
+#: script, title, icon and the URL links had before the pages got their files' names, in
+#: menu order; the first is the default page, served at ``/``. Each page's URL is its
+#: file's name (``/live_run``): the name Streamlit's classic mode gives it too, so a link
+#: works in either mode.
+_PAGE_TABLE = [("pages/data_page.py", "Data", ":material/table:", "data"),
+               ("pages/live_run.py", "Live run", ":material/monitoring:", "live"),
+               ("pages/feedback_by_hand.py", "Feedback by hand", ":material/thumbs_up_down:", "feedback"),
+               ("pages/experiments_page.py", "Experiments", ":material/science:", "experiments"),
+               ("pages/service_page.py", "Service", ":material/dns:", "service")]
+#: script, title, icon, in menu order
+PAGES = [(script, title, icon) for script, title, icon, _ in _PAGE_TABLE]
 #: URLs of links made before the pages got their files' names, and the page each opens
-OLD_URLS = {"data": "pages/data_page.py", "live": "pages/live_run.py", "feedback": "pages/feedback_by_hand.py",
-            "experiments": "pages/experiments_page.py", "service": "pages/service_page.py"}
+OLD_URLS = {old: script for script, _, _, old in _PAGE_TABLE}
 
 
 def page_icon() -> Image.Image:
