@@ -92,13 +92,17 @@ def series_color(name: str, models: tuple[str, ...] | list[str] = ()) -> str:
 
 
 def color_encoding(field: str, names: list[str], models: tuple[str, ...] | list[str] = (),
-                   title: str | None = None, columns: int | None = None, width: int = HALF_WIDTH) -> dict:
+                   title: str | None = None, columns: int | None = None, width: int = HALF_WIDTH, *,
+                   own: Mapping[str, str] | None = None) -> dict:
     """A nominal colour encoding with one fixed colour per name and a legend below the chart
-    that shows every entry (in as many columns as fit ``width`` px, labels not cut)."""
+    that shows every entry (in as many columns as fit ``width`` px, labels not cut).
+    ``own``: a name's colour where it is not :func:`series_color`'s (a router drawn under a
+    label that does not name its mode); it too yields to a name before it in that colour."""
     names = list(dict.fromkeys(str(n) for n in names))
+    own = own or {}
     colours: list[str] = []
     for n in names:  # never two names in one colour
-        c = series_color(n, models)
+        c = own[n] if n in own else series_color(n, models)
         if c in colours:
             c = next((x for x in SPARE_COLORS if x not in colours), c)
         colours.append(c)
@@ -111,6 +115,19 @@ def color_encoding(field: str, names: list[str], models: tuple[str, ...] | list[
                          "columns": columns or legend_columns(names, width), "labelLimit": 0, "symbolLimit": 0,
                          "titleLimit": 0}
     return enc
+
+
+def cost_encodings(names: list[str], models: tuple[str, ...] | list[str], routers: Mapping[str, str],
+                   title: str | None, references: tuple[str, ...] | list[str] = ()) -> tuple[dict, dict]:
+    """The colour and stroke-dash encodings of a cumulative-cost chart (Live run's and the
+    service monitor's): each router (``routers``: label to its mode's colour) solid, the
+    ``references`` dashed, every other line (a single model) dotted; the colours by
+    :func:`color_encoding`'s rule, so no two names share one."""
+    color = color_encoding("series", names, models, title, own=routers)
+    dash = {"field": "series", "type": "nominal", "legend": None,
+            "scale": {"domain": list(names), "range": [[1, 0] if n in routers else [6, 3] if n in references
+                                                       else [2, 2] for n in names]}}
+    return color, dash
 
 
 def color_channel(field: str, names: list[str], models: tuple[str, ...] | list[str] = (),

@@ -19,7 +19,7 @@ from ..policies.registry import info as policy_info
 from ..policies.registry import names as router_modes
 from ..simulator import Simulation
 from .charts import (MAX_POINTS, RATIO_WINDOW, TOP_MODELS, ChartFrame, _chart_spec, _long,
-                     _long_parts, color_encoding)
+                     _long_parts, color_encoding, cost_encodings)
 from .settings import RunSettings
 from .tables import LABEL_MODELS, display_scale
 
@@ -202,11 +202,12 @@ class LiveRun:
                 **{k: first[k] for k in ("cost", "satisfaction", "sla", "v", "q", "explored", "feedback")},
                 "routers": per}
 
+    def _router_colors(self) -> dict[str, str]:
+        """Each router's label and its mode's colour ("SLARouter", one router, keeps it too)."""
+        return {label: ROUTER_COLORS[m] for m, label in self.labels.items()}
+
     def _colors(self, names: list[str], title: str | None, columns: int | None = None) -> dict:
-        enc = color_encoding("series", names, self.data.models, title, columns)
-        for m, label in self.labels.items():  # "SLARouter" (one router) keeps its mode's colour
-            enc["scale"]["range"][names.index(label)] = ROUTER_COLORS[m]
-        return enc
+        return color_encoding("series", names, self.data.models, title, columns, own=self._router_colors())
 
     def _cost(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
         """Per-request operating cost: the served model's, plus a judge call's where the
@@ -255,12 +256,10 @@ class LiveRun:
                       for j, mname in enumerate(self.data.models)]
         names = labels + ["static mixture"] + (["oracle"] if oracle is not None else []) \
             + [f"only {mname}" for mname in self.data.models]
-        dash = {"field": "series", "type": "nominal", "legend": None,
-                "scale": {"domain": names, "range": [[1, 0] if nm in labels else [6, 3] if nm in REFERENCES
-                                                     else [2, 2] for nm in names]}}
+        color, dash = cost_encodings(names, self.data.models, self._router_colors(),
+                                     "router, references, single models", REFERENCES)
         out.append(ChartFrame("cost", _long_parts(parts),
-                              _chart_spec(f"Cumulative operating cost ({unit})", unit,
-                                         self._colors(names, "router, references, single models"), n,
+                              _chart_spec(f"Cumulative operating cost ({unit})", unit, color, n,
                                          y_domain=upto([p[2] for p in parts]), dash=dash)))
 
         sat_parts, lo = [], []

@@ -14,8 +14,8 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from ..live.charts import (MAX_POINTS, RATIO_WINDOW, ChartFrame, _chart_spec, _long, color_encoding, series_color,
-                           vl_spec)
+from ..live.charts import (MAX_POINTS, RATIO_WINDOW, ChartFrame, _chart_spec, _long, color_encoding, cost_encodings,
+                           series_color, vl_spec)
 from ..metrics import running_mean, thin_indices
 
 
@@ -114,10 +114,8 @@ class ServiceView:
         series = {OURS: np.cumsum(cost)[idx]}
         series.update({f"only {n}": np.cumsum(est[:, j])[idx] for j, n in enumerate(names)})
         # as on Live run: the router solid in its mode's colour, each model dotted in its own
-        color = color_encoding("series", list(series), names, "router (reported usage), single models (estimated)")
-        color["scale"]["range"][0] = series_color(str(self.state.get("mode", "")))
-        dash = {"field": "series", "type": "nominal", "legend": None,
-                "scale": {"domain": list(series), "range": [[1, 0]] + [[2, 2]] * M}}
+        color, dash = cost_encodings(list(series), names, {OURS: series_color(str(self.state.get("mode", "")))},
+                                     "router (reported usage), single models (estimated)")
         out.append(ChartFrame("cost", _long(t, series),
                               _chart_spec("Cumulative cost over the requests shown", "cost (zoo prices)", color, None, dash=dash)))
 

@@ -77,6 +77,21 @@ def test_the_service_monitor_names_every_model_below_its_charts_in_their_own_col
     assert len(set(ratio["scale"]["range"])) == 11
 
 
+def test_the_service_cost_chart_never_draws_two_names_in_one_colour():
+    """The router's colour goes through ``color_encoding``'s rule: a service whose mode the
+    dashboard does not know gets a spare hue, which a model past the palette's end (its hue
+    taken) would otherwise get too."""
+    models = len(C.MODEL_PALETTE) + 1
+    for mode in (None, "paper", "contextual", "someone_elses_policy"):
+        state = state_document(models=models) | ({"mode": mode} if mode else {})
+        cost = {c.key: c for c in ServiceView(state).charts()}["cost"].spec["layer"][0]["encoding"]
+        scale = cost["color"]["scale"]
+        assert len(scale["domain"]) == models + 1 == len(set(scale["range"])), mode
+        assert scale["domain"] == cost["strokeDash"]["scale"]["domain"]
+        if mode in C.ROUTER_COLORS:
+            assert scale["range"][0] == C.ROUTER_COLORS[mode]
+
+
 def test_the_experiment_and_zoo_charts_are_valid_vega_lite():
     agg, several = aggregate_rows(), aggregate_rows(("iid", "negative"))
     specs = [comparison_chart(agg)[1], *[s for _, s in sweep_charts(agg, "feedback_rate", "rate")],
