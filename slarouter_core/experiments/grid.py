@@ -12,7 +12,7 @@ import numpy as np
 from ..baselines import check_params
 from ..data import RoutingData
 from ..feedback import FeedbackConfig
-from ..simulator import PAPER_SEEDS
+from ..simulator import DEFAULT_FEEDBACK_RATE, PAPER_SEEDS
 from ..validation import Bool, Checked, Range, param
 from .alpha import resolve_alpha
 from .datasets import Dataset
@@ -43,7 +43,7 @@ class GridConfig(Checked):
     seeds: tuple[int, ...] = PAPER_SEEDS
     benchmarks: tuple[str, ...] | None = None
     exclude_benchmarks: tuple[str, ...] = ()
-    feedback_rates: tuple[float, ...] = (0.2,)
+    feedback_rates: tuple[float, ...] = (DEFAULT_FEEDBACK_RATE,)
     alpha: float | str = "midpoint"
     history_fraction: float = param(DEFAULT_HISTORY_FRACTION, Range(low=0.0, high=1.0, high_open=True))
     feedback: tuple[FeedbackConfig, ...] = (FeedbackConfig(),)

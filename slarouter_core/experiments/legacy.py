@@ -12,7 +12,7 @@ import pandas as pd
 from ..data import RoutingData
 from ..feedback import FeedbackConfig
 from ..router import RouterConfig
-from ..simulator import PAPER_SEEDS, SimulationConfig, simulate
+from ..simulator import DEFAULT_FEEDBACK_RATE, PAPER_SEEDS, SimulationConfig, simulate
 from .alpha import resolve_alpha
 from .datasets import ProgressFn
 from .feedback_axis import feedback_columns, parse_feedback
@@ -22,7 +22,7 @@ from .runs import judge_call_cost
 
 def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: RouterConfig | None = None,
                        alpha: float | str = "midpoint", benchmarks: Sequence[str] | None = None,
-                       seeds: Iterable[int] = PAPER_SEEDS, feedback_rate: float = 0.2,
+                       seeds: Iterable[int] = PAPER_SEEDS, feedback_rate: float = DEFAULT_FEEDBACK_RATE,
                        per_benchmark: bool = True, progress: ProgressFn | None = None,
                        feedback: FeedbackConfig | str | None = None,
                        judge_cost: float | None = None) -> pd.DataFrame:

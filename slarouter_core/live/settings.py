@@ -17,7 +17,7 @@ from ..judge import JUDGE_PRESETS
 from ..policies.registry import DASHBOARD_DEFAULT, keep_settings
 from ..policies.registry import names as router_modes
 from ..router import RouterConfig
-from ..simulator import SimulationConfig
+from ..simulator import DEFAULT_FEEDBACK_RATE, SimulationConfig
 from ..validation import Alpha, Bool, Checked, Choice, Int, Range, param
 
 ENCODER_CHOICES = ("minilm", "hashing")
@@ -78,7 +78,7 @@ class RunSettings(Checked):
     V: float = param(1e-5, Range(low=0.0, low_open=True))
     q_max: float = param(30.0, Range(low=0.0, low_open=True))
     eps: float = param(0.001, Range(low=0.0, low_open=True))
-    feedback_rate: float = param(0.2, Range(low=0.0, high=1.0), label="feedback rate")
+    feedback_rate: float = param(DEFAULT_FEEDBACK_RATE, Range(low=0.0, high=1.0), label="feedback rate")
     seed: int = param(42, Int(low=0))
     per_tick: int = param(200, Int(low=1, high=100_000), label="requests per tick")
     feedback_model: str = param("iid", Choice(lambda: feedback_model_choices()), label="feedback model")
