@@ -111,6 +111,14 @@ class Persistence:
         if not rp.exists():
             raise ValueError(f"{d}: incomplete checkpoint: the ledger names {rp.name}, which is missing")
         router = SLARouter.load(rp)
+        # the zoo's stated accuracies live in the router's own settings (its prior): a changed
+        # zoo file would otherwise go unnoticed, the old prior silently kept
+        was = getattr(router.config.settings, "stated_levels", ())
+        now = getattr(self.router_config().settings, "stated_levels", ())
+        if tuple(was) != tuple(now):
+            raise ValueError(f"{d} holds a checkpoint made with other settings: stated accuracies "
+                             f"{list(was) or 'none'} (now {list(now) or 'none'}). Start with the zoo's "
+                             "accuracies as they were or point --state-dir at a new folder.")
         if router.t != doc["t"]:
             raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
         self.router = router

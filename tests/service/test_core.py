@@ -140,6 +140,23 @@ def test_a_crash_loses_nothing_the_journal_replays_every_event(tmp_path, mode):
     assert e.value.status == 409
 
 
+def test_a_restart_with_changed_stated_accuracies_is_refused_not_silently_ignored(tmp_path):
+    def stated(*acc):
+        return Zoo(tuple(ZooModel(n, "http://127.0.0.1:1/v1", n, price_per_request=p, accuracy=a)
+                         for n, p, a in zip("ab", (1.0, 2.0), acc)))
+
+    cfg = ServiceConfig(alpha=0.8, mode="contextual", state_dir=str(tmp_path / "s"))
+    svc = RoutingService(stated(0.5, 0.9), cfg, encoder=HashingEncoder(16))
+    svc.complete(svc.route("hello"), 0, None)
+    svc.checkpoint()
+    same = RoutingService(stated(0.5, 0.9), cfg, encoder=HashingEncoder(16))
+    assert same.restored and same.router.config.settings.stated_levels == (0.5, 0.9)
+    with pytest.raises(ValueError, match=r"stated accuracies \[0.5, 0.9\] \(now \[0.6, 0.9\]\)"):
+        RoutingService(stated(0.6, 0.9), cfg, encoder=HashingEncoder(16))
+    with pytest.raises(ValueError, match=r"stated accuracies \[0.5, 0.9\] \(now none\)"):
+        RoutingService(zoo(), cfg, encoder=HashingEncoder(16))
+
+
 def test_state_files_are_private_and_the_checkpoint_names_its_router_file(tmp_path):
     import json
     import os
