@@ -304,9 +304,8 @@ class LiveRun:
             ratio = _long(band_idx + 1, {name: upper[:, j] for j, name in enumerate(group_names)})
             ratio["lo"] = (ratio["value"].to_numpy() - share.T.reshape(-1)).astype(np.float32)
             title = f"Model call ratio{', ' + m if multi else ''} (last {RATIO_WINDOW} requests)"
-            color = color_encoding("series", group_names, self.data.models, "model (cheapest first)")
-            if group_names[-1].startswith("other"):
-                color["scale"]["range"][-1] = OTHER_COLOR
+            other = {group_names[-1]: OTHER_COLOR} if group_names[-1].startswith("other") else None
+            color = color_encoding("series", group_names, self.data.models, "model (cheapest first)", own=other)
             out.append(ChartFrame("ratio" if i == 0 else f"ratio:{m}", ratio,
                                   _chart_spec(title, "share of calls", color, n, area=True, percent=True,
                                               y_domain=[0.0, 1.0])))

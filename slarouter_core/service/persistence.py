@@ -96,8 +96,7 @@ class Persistence:
             problems.append(f"mode {doc['mode']} at alpha {doc['alpha']} (now {self.config.mode} at "
                             f"{self.config.alpha})")
         if problems:
-            raise ValueError(f"{d} holds a checkpoint made with other settings: " + "; ".join(problems)
-                             + ". Start with the same settings or point --state-dir at a new folder.")
+            raise _other_settings(d, problems)
         bad = [f"model {self.zoo.names[j] if j < len(self.zoo) else j} {k} = {v!r}"
                for j, st in enumerate(doc["stats"]) for k, v in st.items()
                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0]
@@ -116,9 +115,7 @@ class Persistence:
         was = getattr(router.config.settings, "stated_levels", ())
         now = getattr(self.router_config().settings, "stated_levels", ())
         if tuple(was) != tuple(now):
-            raise ValueError(f"{d} holds a checkpoint made with other settings: stated accuracies "
-                             f"{list(was) or 'none'} (now {list(now) or 'none'}). Start with the zoo's "
-                             "accuracies as they were or point --state-dir at a new folder.")
+            raise _other_settings(d, [f"stated accuracies {list(was) or 'none'} (now {list(now) or 'none'})"])
         if router.t != doc["t"]:
             raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
         self.router = router
@@ -165,6 +162,12 @@ class Persistence:
                 rec[3] = "failed"
         self.replayed = n
         return n
+
+
+def _other_settings(d: Path, problems: list[str]) -> ValueError:
+    """The refusal of a checkpoint whose settings differ from the service's, each difference named."""
+    return ValueError(f"{d} holds a checkpoint made with other settings: " + "; ".join(problems)
+                      + ". Start with the same settings or point --state-dir at a new folder.")
 
 
 def _num(x: float) -> float | None:
