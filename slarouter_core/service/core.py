@@ -126,7 +126,11 @@ class RoutingService(Persistence):
             self.state_dir.mkdir(parents=True, exist_ok=True)
             os.chmod(self.state_dir, 0o700)
             self.journal = Journal(self.state_dir / JOURNAL_FILE)
-            self.restore()
+            try:
+                self.restore()
+            except BaseException:  # a refused start leaves the state folder as it found it
+                self.journal.close()
+                raise
 
     def router_config(self) -> RouterConfig:
         """The command line's router, with the zoo's stated accuracies as its prior where

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..router import SLARouter
+from ..router import RouterConfig, SLARouter
 from .journal import private_file
 from .records import ModelStats, no_json_constant, unb64_vector
 
@@ -89,12 +89,21 @@ class Persistence:
             raise ValueError(f"{lp}: not a service ledger (format {doc.get('format') if isinstance(doc, dict) else None!r})")
         problems = []
         if doc["zoo"] != list(self.zoo.names):
-            problems.append(f"models {doc['zoo']} (now {list(self.zoo.names)})")
-        if doc["encoder"] != self.encoder.spec or doc["dim"] != int(self.encoder.dim):
-            problems.append(f"encoder {doc['encoder']} (now {self.encoder.spec})")
-        if doc["mode"] != self.config.mode or doc["alpha"] != self.config.alpha:
-            problems.append(f"mode {doc['mode']} at alpha {doc['alpha']} (now {self.config.mode} at "
-                            f"{self.config.alpha})")
+            problems.append(_differs("models", doc["zoo"], list(self.zoo.names)))
+        if doc["encoder"] != self.encoder.spec:
+            problems.append(_differs("encoder", doc["encoder"], self.encoder.spec))
+        elif doc["dim"] != int(self.encoder.dim):
+            problems.append(_differs("encoder width", doc["dim"], int(self.encoder.dim)))
+        rp = d / doc.get("router_file", ROUTER_FILE)
+        try:
+            if not rp.exists():
+                raise ValueError(f"{d}: incomplete checkpoint: the ledger names {rp.name}, which is missing")
+            router = SLARouter.load(rp)
+        except ValueError:
+            if problems:  # the ledger alone shows other settings: that is what to fix first
+                raise _other_settings(d, problems) from None
+            raise
+        problems += router_differences(router, self.router_config(), self.config.seed)
         if problems:
             raise _other_settings(d, problems)
         bad = [f"model {self.zoo.names[j] if j < len(self.zoo) else j} {k} = {v!r}"
@@ -106,18 +115,11 @@ class Persistence:
             raise ValueError(f"{lp}: refusing a checkpoint with negative or non-finite accounting ("
                              + "; ".join(bad[:5]) + "). Restore an older copy of the state folder or start a "
                              "new one.")
-        rp = d / doc.get("router_file", ROUTER_FILE)
-        if not rp.exists():
-            raise ValueError(f"{d}: incomplete checkpoint: the ledger names {rp.name}, which is missing")
-        router = SLARouter.load(rp)
-        # the zoo's stated accuracies live in the router's own settings (its prior): a changed
-        # zoo file would otherwise go unnoticed, the old prior silently kept
-        was = getattr(router.config.settings, "stated_levels", ())
-        now = getattr(self.router_config().settings, "stated_levels", ())
-        if tuple(was) != tuple(now):
-            raise _other_settings(d, [f"stated accuracies {list(was) or 'none'} (now {list(now) or 'none'})"])
         if router.t != doc["t"]:
             raise ValueError(f"{d}: router step {router.t} does not match the ledger's {doc['t']}")
+        if (router.config.mode, router.config.alpha) != (doc["mode"], doc["alpha"]):
+            raise ValueError(f"{d}: router mode {router.config.mode} at alpha {router.config.alpha} does not "
+                             f"match the ledger's {doc['mode']} at {doc['alpha']}")
         self.router = router
         self.requests = OrderedDict((row[0], (list(row[1:]) + [None, None])[:8]) for row in doc["requests"])
         self.stats = [ModelStats(**s) for s in doc["stats"]]
@@ -164,8 +166,74 @@ class Persistence:
         return n
 
 
+def router_differences(router: SLARouter, now: RouterConfig, seed: int) -> list[str]:
+    """Each router setting in which the checkpointed ``router`` differs from the one the
+    service would build now (``now``, with ``seed``), as ``name: checkpoint value (now
+    new value)``.
+
+    A restore pins all of them: the restored router runs with its checkpoint's settings,
+    whatever the command line says, so a difference must refuse the start instead of
+    being silently dropped. That is every field of :class:`.RouterConfig`: ``mode``,
+    ``alpha`` and every setting of the policy's settings dataclass (nested ones by their
+    dotted name, e.g. ``predictor.lr``; the zoo's stated accuracies are one of them,
+    ``stated_levels``), each of which shapes the decisions or what the router learns,
+    and the router's ``seed`` (the origin of its random streams, restored with them).
+    None of them only affects I/O, so none is exempt. What a restart may change is
+    outside the router and not compared here: the encoder's runtime and threads (same
+    encoder, same vectors), the embedding batch wait, the checkpoint interval, history,
+    body limit, circuit breakers, the instance prefix of new request ids, and the zoo's
+    prices, endpoints and judge (costs are passed to each decision, not kept); the zoo's
+    models and the encoder are the ledger's own checks."""
+    was = router.config
+    out = []
+    if was.mode != now.mode:  # another policy: its settings are another dataclass, the mode says it all
+        out.append(_differs("mode", was.mode, now.mode))
+    if was.alpha != now.alpha:
+        out.append(_differs("alpha", was.alpha, now.alpha))
+    if was.mode == now.mode:
+        a, b = _flat(was.settings.to_dict()), _flat(now.settings.to_dict())
+        for k in list(a) + [k for k in b if k not in a]:
+            if _same(a.get(k)) != _same(b.get(k)):
+                out.append(_differs(_LABELS.get(k, k), a.get(k), b.get(k)))
+    if router.seed != int(seed):
+        out.append(_differs("seed", router.seed, int(seed)))
+    return out
+
+
+#: settings named with where they come from
+_LABELS = {"stated_levels": "stated_levels (the zoo's stated accuracies)"}
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    """A settings dict with nested settings (a dict) under dotted names."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def _same(v):
+    """A setting's value as compared: a list (what JSON gives back) and a tuple are the same."""
+    return tuple(_same(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _show(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return str(list(v)) if v else "none"
+    return str(v)
+
+
+def _differs(name: str, was, now) -> str:
+    """One difference, as the refusal lists it."""
+    return f"{name}: {_show(was)} (now {_show(now)})"
+
+
 def _other_settings(d: Path, problems: list[str]) -> ValueError:
-    """The refusal of a checkpoint whose settings differ from the service's, each difference named."""
+    """The refusal of a checkpoint whose settings differ from the service's, each difference
+    named (``name: checkpoint value (now new value)``)."""
     return ValueError(f"{d} holds a checkpoint made with other settings: " + "; ".join(problems)
                       + ". Start with the same settings or point --state-dir at a new folder.")
 

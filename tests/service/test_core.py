@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
+import re
 import threading
 import time
 
@@ -151,10 +153,91 @@ def test_a_restart_with_changed_stated_accuracies_is_refused_not_silently_ignore
     svc.checkpoint()
     same = RoutingService(stated(0.5, 0.9), cfg, encoder=HashingEncoder(16))
     assert same.restored and same.router.config.settings.stated_levels == (0.5, 0.9)
-    with pytest.raises(ValueError, match=r"stated accuracies \[0.5, 0.9\] \(now \[0.6, 0.9\]\)"):
+    with pytest.raises(ValueError, match=r"stated_levels \(the zoo's stated accuracies\): \[0.5, 0.9\] "
+                                         r"\(now \[0.6, 0.9\]\)"):
         RoutingService(stated(0.6, 0.9), cfg, encoder=HashingEncoder(16))
-    with pytest.raises(ValueError, match=r"stated accuracies \[0.5, 0.9\] \(now none\)"):
+    with pytest.raises(ValueError, match=r"stated_levels \(the zoo's stated accuracies\): \[0.5, 0.9\] "
+                                         r"\(now none\)"):
         RoutingService(zoo(), cfg, encoder=HashingEncoder(16))
+
+
+def tuned(**settings) -> type[RoutingService]:
+    """A service whose router gets other policy settings than the defaults, as a command line
+    giving them (or a later version's defaults) would."""
+    class Tuned(RoutingService):
+        def router_config(self):
+            return super().router_config().with_settings(**settings)
+    return Tuned
+
+
+def state_files(d) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def checkpointed(tmp_path, service=RoutingService, mode="contextual", **config):
+    """A state folder with a checkpoint and one journaled decision after it; the service stopped."""
+    cfg = ServiceConfig(alpha=0.8, mode=mode, state_dir=str(tmp_path / "s"), **config)
+    svc = service(zoo(), cfg, encoder=HashingEncoder(16))
+    svc.complete(svc.route("hello"), 0, None)
+    svc.checkpoint()
+    svc.complete(svc.route("after the checkpoint"), 1, None)
+    svc.journal.close()
+    return cfg
+
+
+@pytest.mark.parametrize("service, config, expected", [
+    (tuned(explore_c=3.0), {}, "explore_c: 2.0 (now 3.0)"),
+    (tuned(delta=0.1), {}, "delta: 0.05 (now 0.1)"),
+    (tuned(sla_window=500), {}, "sla_window: 0 (now 500)"),
+    (tuned(fallback="level"), {}, "fallback: thompson (now level)"),
+    (RoutingService, {"mode": "guarded"}, "mode: contextual (now guarded)"),
+    (RoutingService, {"alpha": 0.7}, "alpha: 0.8 (now 0.7)"),
+    (RoutingService, {"seed": 7}, "seed: 0 (now 7)"),
+])
+def test_a_restart_with_another_router_setting_is_refused_and_the_state_folder_kept(tmp_path, service, config,
+                                                                                   expected):
+    """The restored router would run with its checkpoint's settings whatever the command
+    line says now: a start with another one is refused, naming it with both values, and
+    touches nothing in the state folder; the same settings then restore everything."""
+    cfg = checkpointed(tmp_path)
+    before = state_files(tmp_path / "s")
+    with pytest.raises(ValueError, match="other settings: " + re.escape(expected) + r"\. Start with the same"):
+        service(zoo(), ServiceConfig(**{**cfg.__dict__, **config}), encoder=HashingEncoder(16))
+    assert state_files(tmp_path / "s") == before
+    back = RoutingService(zoo(), cfg, encoder=HashingEncoder(16))
+    assert back.restored and back.replayed > 0 and back.router.t == 2
+    assert back.router.config == cfg.router_config()
+
+
+def test_a_restart_refusal_lists_every_difference_in_one_message(tmp_path):
+    cfg = checkpointed(tmp_path, tuned(explore_c=3.0, stated_weight=5.0))
+    other = Zoo((zoo().models[0], dataclasses.replace(zoo().models[1], name="c")))
+    with pytest.raises(ValueError) as e:
+        RoutingService(other, ServiceConfig(**{**cfg.__dict__, "alpha": 0.75}), encoder=HashingEncoder(16))
+    assert (f"other settings: models: ['a', 'b'] (now {list(other.names)}); alpha: 0.8 (now 0.75); "
+            "explore_c: 3.0 (now 2.0); stated_weight: 5.0 (now 20.0). Start") in str(e.value)
+    same = tuned(explore_c=3.0, stated_weight=5.0)(zoo(), cfg, encoder=HashingEncoder(16))
+    assert same.restored and same.router.config.settings.explore_c == 3.0 and same.router.t == 2
+
+
+def test_a_nested_policy_setting_is_compared_by_its_dotted_name(tmp_path):
+    from slarouter_core.predictor import PredictorConfig
+
+    cfg = checkpointed(tmp_path, mode="paper")
+    with pytest.raises(ValueError, match=re.escape("predictor.lr: 0.006 (now 0.01)")):
+        tuned(predictor=PredictorConfig(lr=0.01))(zoo(), cfg, encoder=HashingEncoder(16))
+    assert RoutingService(zoo(), cfg, encoder=HashingEncoder(16)).restored
+
+
+def test_a_restart_may_change_what_is_not_the_routers(tmp_path):
+    """Encoder runtime and threads, timers, limits, breakers and the instance prefix are not
+    kept in the router: a restart with other values restores as before."""
+    cfg = checkpointed(tmp_path)
+    changed = dict(cfg.__dict__, checkpoint_every_s=5.0, instance="r2", history=50, max_body_bytes=4096,
+                   breaker_failures=7, breaker_cooldown_s=1.0, embed_wait_ms=0.0, encoder_runtime="eager",
+                   encoder_threads=1)
+    back = RoutingService(zoo(), ServiceConfig(**changed), encoder=HashingEncoder(16))
+    assert back.restored and back.router.t == 2 and back.route("next").request_id.startswith("r2-")
 
 
 def test_state_files_are_private_and_the_checkpoint_names_its_router_file(tmp_path):
