@@ -120,6 +120,8 @@ class RoutingService(Persistence):
         self.started_at = time.time()
         self.restored = False
         self.replayed = 0
+        #: router settings a restore kept from its checkpoint against this version's defaults
+        self.kept_settings: list[str] = []
         self.router = SLARouter(self.router_config(), n_models=M, dim=int(self.encoder.dim), seed=config.seed)
         self.journal: Journal | None = None
         if self.state_dir is not None:
@@ -521,6 +523,7 @@ class RoutingService(Persistence):
                 "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},
                 "timings_ms": _timings(self.timings),
                 "restored": self.restored, "replayed_events": self.replayed,
+                "kept_settings": list(self.kept_settings),
                 "uptime_s": time.time() - self.started_at,
                 "history": rows,
             }

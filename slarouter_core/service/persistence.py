@@ -103,9 +103,17 @@ class Persistence:
             if problems:  # the ledger alone shows other settings: that is what to fix first
                 raise _other_settings(d, problems) from None
             raise
-        problems += router_differences(router, self.router_config(), self.config.seed)
+        asked, defaults = router_differences(router, self.router_config(), self.config.seed)
+        problems += asked
         if problems:
             raise _other_settings(d, problems)
+        if defaults:
+            # not the command line's doing (it cannot set them): a library whose defaults
+            # changed since the checkpoint. The learned router keeps its own settings, said
+            # once, rather than a refusal that would strand the state folder
+            log.warning("%s: the restored router keeps the settings it was checkpointed with, which differ "
+                        "from this version's defaults: %s", d, "; ".join(defaults))
+        self.kept_settings = defaults
         bad = [f"model {self.zoo.names[j] if j < len(self.zoo) else j} {k} = {v!r}"
                for j, st in enumerate(doc["stats"]) for k, v in st.items()
                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0]
@@ -166,40 +174,39 @@ class Persistence:
         return n
 
 
-def router_differences(router: SLARouter, now: RouterConfig, seed: int) -> list[str]:
-    """Each router setting in which the checkpointed ``router`` differs from the one the
-    service would build now (``now``, with ``seed``), as ``name: checkpoint value (now
-    new value)``.
+def router_differences(router: SLARouter, now: RouterConfig, seed: int) -> tuple[list[str], list[str]]:
+    """The router settings in which the checkpointed ``router`` differs from the one the
+    service would build now (``now``, with ``seed``), each as ``name: checkpoint value (now
+    new value)``, in two lists: ``(asked, defaults)``.
 
-    A restore pins all of them: the restored router runs with its checkpoint's settings,
-    whatever the command line says, so a difference must refuse the start instead of
-    being silently dropped. That is every field of :class:`.RouterConfig`: ``mode``,
-    ``alpha`` and every setting of the policy's settings dataclass (nested ones by their
-    dotted name, e.g. ``predictor.lr``; the zoo's stated accuracies are one of them,
-    ``stated_levels``), each of which shapes the decisions or what the router learns,
-    and the router's ``seed`` (the origin of its random streams, restored with them).
-    None of them only affects I/O, so none is exempt. What a restart may change is
-    outside the router and not compared here: the encoder's runtime and threads (same
-    encoder, same vectors), the embedding batch wait, the checkpoint interval, history,
-    body limit, circuit breakers, the instance prefix of new request ids, and the zoo's
-    prices, endpoints and judge (costs are passed to each decision, not kept); the zoo's
-    models and the encoder are the ledger's own checks."""
+    The restored router runs with its checkpoint's settings, so a difference the start
+    *asks for* must refuse it instead of being silently dropped: ``mode``, ``alpha``,
+    ``--seed`` (the origin of its random streams, restored with them) and the zoo file's
+    stated accuracies (``stated_levels``, the contextual router's prior). The policy's other
+    settings (nested ones by dotted name, e.g. ``predictor.lr``) cannot be given to the
+    service, so a difference there is a newer library's default: ``defaults``, kept from the
+    checkpoint and logged. What a restart may change is outside the router: the encoder's
+    runtime and threads (same encoder, same vectors), timers, limits, circuit breakers, the
+    instance prefix, and the zoo's prices, endpoints and judge (costs are passed to each
+    decision, not kept); the zoo's models and the encoder are the ledger's own checks."""
     was = router.config
-    out = []
+    asked, defaults = [], []
     if was.mode != now.mode:  # another policy: its settings are another dataclass, the mode says it all
-        out.append(_differs("mode", was.mode, now.mode))
+        asked.append(_differs("mode", was.mode, now.mode))
     if was.alpha != now.alpha:
-        out.append(_differs("alpha", was.alpha, now.alpha))
+        asked.append(_differs("alpha", was.alpha, now.alpha))
     if was.mode == now.mode:
         a, b = _flat(was.settings.to_dict()), _flat(now.settings.to_dict())
         for k in list(a) + [k for k in b if k not in a]:
             if _same(a.get(k)) != _same(b.get(k)):
-                out.append(_differs(_LABELS.get(k, k), a.get(k), b.get(k)))
+                (asked if k in _ASKED else defaults).append(_differs(_LABELS.get(k, k), a.get(k), b.get(k)))
     if router.seed != int(seed):
-        out.append(_differs("seed", router.seed, int(seed)))
-    return out
+        asked.append(_differs("seed", router.seed, int(seed)))
+    return asked, defaults
 
 
+#: policy settings a service start sets (from the zoo file), refused when they differ
+_ASKED = frozenset({"stated_levels"})
 #: settings named with where they come from
 _LABELS = {"stated_levels": "stated_levels (the zoo's stated accuracies)"}
 
