@@ -193,13 +193,19 @@ if emb is not None:
     @st.fragment(run_every=ss.live_period if ss.live_running else None)
     def panel() -> None:
         live: LiveRun = ss.live
-        if ss.live_running:
-            live.step()
+        # A click (Pause) reruns the page in a new script thread while this one may still be
+        # inside live.step() (Streamlit's fast reruns stop it only at its next st. call), and
+        # a step that landed after the paused page was drawn left the counter a tick behind
+        # the trace. So: step only if still running when the run's lock is held (a Pause
+        # before it stops the tick), and read what is drawn under that lock (live.view: the
+        # paused page waits for a tick under way and draws it).
+        if live.step_if(lambda: bool(ss.live_running)):
             ss.live_progress = Progress(time.monotonic(), live.t)
             if live.done:
                 ss.live_running = False
                 st.rerun()  # a full rerun turns the timer off
-        h = live.headline()
+        view = live.view()
+        h = view.headline
         unit = live.data.cost_unit
         top = st.columns([1, 3])
         top[0].metric(f"Served (of {h['total']:,})", f"{h['served']:,}")
@@ -266,7 +272,7 @@ if emb is not None:
                          "(in its cost above)")
             learned.append(text)
         st.caption(" · ".join(learned) + ". Charts show at most 2,000 points per series; the CSV has every request.")
-        charts = {cf.key: cf for cf in live.charts()}
+        charts = view.charts
         left, right = st.columns(2)
         # Q beside what the queue believed: a missed SLA with Q near 0 explains itself
         for col, name in ((left, "queue"), (right, "belief"), (left, "satisfaction"), (right, "cost")):
@@ -276,7 +282,7 @@ if emb is not None:
         with right:
             for cf in ratios:
                 st.vega_lite_chart(cf.frame, cf.spec, width="stretch")
-        trade = live.tradeoff_chart()
+        trade = view.tradeoff
         left.vega_lite_chart(trade.frame, trade.spec, width="stretch")
         st.vega_lite_chart(charts["events"].frame, charts["events"].spec, width="stretch")
 

@@ -3,8 +3,10 @@ plan, with the static mixture and the oracle as references, drawn as thinned cha
 
 from __future__ import annotations
 
+import functools
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -48,6 +50,23 @@ def belief_series(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray
     return running_mean(used), running_mean(arrays["satisfied"])
 
 
+def _locked(method):
+    """``method``, run holding its :class:`LiveRun`'s lock."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
+
+
+class LiveView(NamedTuple):
+    """What a page draws of a run at one moment, read in one go under the run's lock
+    (:meth:`LiveRun.view`): the headline, the streaming charts by key, the trade-off chart."""
+    headline: dict[str, Any]
+    charts: dict[str, ChartFrame]
+    tradeoff: ChartFrame
+
+
 class LiveRun:
     """One session's streaming run: one :class:`Simulation` per router mode, side by side.
 
@@ -56,6 +75,13 @@ class LiveRun:
     whose mean accuracy reaches alpha, costed on the same requests) and the clairvoyant
     oracle (every label known) are the references. ``routers`` defaults to the settings'
     single ``mode``; with one router its series is called ``SLARouter``.
+
+    Several threads may use one run at once: a dashboard click starts a new script thread
+    while the old one may still be inside :meth:`step` (Streamlit's fast reruns stop the
+    old thread only at its next Streamlit call), and a lazy download runs in a thread of its
+    own. One re-entrant lock orders them: :meth:`step`, :meth:`step_if`, :meth:`view`,
+    :meth:`headline`, :meth:`charts`, :meth:`tradeoff_chart` and :meth:`trace_csv` hold it,
+    so a reader never sees half a tick and waits for a tick under way.
     """
 
     def __init__(self, data: RoutingData, embeddings: np.ndarray, settings: RunSettings,
@@ -63,6 +89,7 @@ class LiveRun:
         routers = tuple(routers) if routers else (settings.mode,)
         if len(set(routers)) != len(routers) or any(m not in router_modes() for m in routers):
             raise ValueError(f"routers must be distinct modes of {', '.join(router_modes())}, got {routers!r}")
+        self._lock = threading.RLock()
         self.data = data
         self.settings = settings
         self.routers = routers
@@ -100,8 +127,9 @@ class LiveRun:
         route = np.empty(data.n_requests, np.int64)
         route[oracle.order] = oracle.model
         order = self.sim.order
-        self._oracle_sat = np.cumsum(data.solved[order, route[order]])
-        self._oracle_cum = np.cumsum(data.costs[order, route[order]])
+        sat, cum = np.cumsum(data.solved[order, route[order]]), np.cumsum(data.costs[order, route[order]])
+        with self._lock:  # a chart never draws one of the two without the other
+            self._oracle_sat, self._oracle_cum = sat, cum
 
     @property
     def t(self) -> int:
@@ -115,6 +143,7 @@ class LiveRun:
     def done(self) -> bool:
         return all(s.done for s in self.sims.values())
 
+    @_locked
     def step(self, n: int | None = None) -> int:
         """Serve the next ``n`` (default: a tick) requests with every router."""
         n = self.settings.per_tick if n is None else int(n)
@@ -131,6 +160,23 @@ class LiveRun:
                 vs.append(sim.router.certified_lower_bound())
             served = max(served, sim.t - a)
         return served
+
+    def step_if(self, still: Callable[[], bool], n: int | None = None) -> bool:
+        """:meth:`step`, only if ``still()`` (is the run still running?) says so when asked
+        while holding the lock; whether it stepped. A pause recorded before a tick takes the
+        lock stops that tick; a tick that took the lock first is waited for by every reader
+        (:meth:`view`, :meth:`trace_csv`), so what a paused page draws is what it served."""
+        with self._lock:
+            if not still():
+                return False
+            self.step(n)
+            return True
+
+    @_locked
+    def view(self) -> LiveView:
+        """The headline, the streaming charts (by key) and the trade-off chart, all of
+        the same moment (no tick lands between them)."""
+        return LiveView(self.headline(), {cf.key: cf for cf in self.charts()}, self.tradeoff_chart())
 
     def v_note(self, mode: str) -> str:
         """How V applies to this router (its ``PolicyInfo.v_note``; empty: as shown)."""
@@ -193,6 +239,7 @@ class LiveRun:
                 "vs_best": cost / best if best > 0 else float("nan"),
                 "lcb": sim.router.certified_lower_bound()}
 
+    @_locked
     def headline(self) -> dict[str, Any]:
         """Requests served and, per router (``routers``), its headline; the first router's
         cost, satisfaction, SLA, V and Q also at the top level."""
@@ -219,6 +266,7 @@ class LiveRun:
         requests, so that every router's series end at the same request."""
         return {name: v[:k] for name, v in self.sims[mode].arrays().items()}
 
+    @_locked
     def charts(self, max_points: int | None = None) -> list[ChartFrame]:
         """The streaming charts, each series thinned to about ``max_points`` (default
         ``MAX_POINTS`` shared by the routers, so a redraw costs about the same with three
@@ -413,6 +461,7 @@ class LiveRun:
             self._colors(labels, "router" if multi else None), self.n_requests, rule=self.alpha,
             rule_label=f"alpha = {100 * self.alpha:.1f}%", percent=True, y_domain=[0.0, 1.0], dash=dash))
 
+    @_locked
     def tradeoff_chart(self) -> ChartFrame:
         """Cost per request against satisfaction: each router a point that moves as the run
         goes on; the single models (whole data), the static-mixture frontier (the cheapest
@@ -469,6 +518,7 @@ class LiveRun:
                      "encoding": {"y": {"field": "rule", "type": "quantitative"}}}]}
         return ChartFrame("tradeoff", frame, spec)
 
+    @_locked
     def trace_csv(self) -> bytes:
         """Every request served so far; with several routers, one block per router (column
         ``router``)."""
