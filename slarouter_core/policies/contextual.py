@@ -387,7 +387,7 @@ class ContextualPolicy(Policy):
                 "lower_bound": cert.lower_bound(), "estimate": cert.estimate(), "window": cert.window,
                 "window_served": cert.t}
 
-    def candidates(self) -> np.ndarray:
+    def candidates(self, level: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Models still worth a label: not shown, with 95% confidence, to be dearer and not
         better than another (overall levels from request-blind steps, and never on fewer
         than ``min_labels`` of its own thumbs; pruned models are explored again only once
@@ -396,7 +396,7 @@ class ContextualPolicy(Policy):
             # at risk, the models it believes in cannot carry the SLA: one written off on
             # unlucky early labels may be the one that can
             return np.arange(self.M)
-        mean, sd = self.blind_sd()
+        mean, sd = self.blind_sd() if level is None else level
         cost = self.cost_sum
         dearer = cost[None, :] > cost[:, None]  # [k, m]: m dearer than k
         better = (mean[:, None] - mean[None, :]) > _Z95 * np.hypot(sd[:, None], sd[None, :])
@@ -405,26 +405,28 @@ class ContextualPolicy(Policy):
         dominated = np.any(dearer & better, axis=0) & (self.blind_cnt >= self.config.min_labels)
         return np.flatnonzero(~dominated)
 
-    def explore_choice(self, u: float) -> int:
+    def explore_choice(self, u: float, level: tuple[np.ndarray, np.ndarray] | None = None) -> int:
         """The model an exploration step labels: the candidate with the fewest request-blind
         labels (ties: by the step's uniform), so that exploration fills in what the fallback
         leaves unlabelled, and a model unlucky on its first labels is not starved by a
         fallback that stopped choosing it (still blind to the request: unbiased levels).
-        Without pruning (the ablation), uniform over all models."""
+        Without pruning (the ablation), uniform over all models. ``level``: :meth:`blind_sd`,
+        when the caller has it (one computation per step)."""
         if not self.config.prune:
             return min(int(u * self.M), self.M - 1)
-        cand = self.candidates()
+        level = self.blind_sd() if level is None else level
+        cand = self.candidates(level)
         if self.config.contenders and self.lam >= PRICE_CAP:
             # no price reaches the target: only the best model can help, so only the models
             # that may be the best are worth a label
-            mean, sd = self.blind_sd()
+            mean, sd = level
             may = mean[cand] + _Z95 * sd[cand] >= mean.max()
             cand = cand[may] if may.any() else cand
         cnt = self.blind_cnt[cand]
         low = cand[cnt == cnt.min()]
         return int(low[min(int(u * len(low)), len(low) - 1)])
 
-    def explore_weight(self, m: int) -> float:
+    def explore_weight(self, m: int, level: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         """Share of model ``m``'s exploration draws that are kept: 1 for a model no dearer
         than the cheapest model that may carry the SLA alone (a 95% upper bound on its
         level reaches alpha; no plan ever needs to pay more per request), the cost ratio
@@ -433,7 +435,7 @@ class ContextualPolicy(Policy):
         if self.ref_n == 0:
             return 1.0
         cost = self.cost_sum / self.ref_n
-        mean, sd = self.blind_sd()
+        mean, sd = self.blind_sd() if level is None else level
         enough = mean + _Z95 * sd >= self.alpha
         ref = float(cost[enough].min()) if enough.any() else float(cost.max())
         return 1.0 if cost[m] <= ref or ref <= 0 else float(ref / cost[m])
@@ -487,10 +489,11 @@ class ContextualPolicy(Policy):
                 n, base = self.cnt, p
             used = np.minimum(1.0, base + cfg.optimism * np.sqrt(base * (1.0 - base) / (n + 1.0)))
         if explore:
-            m = self.explore_choice(u_choice)
+            level = self.blind_sd()  # once per exploration step (choice and weight)
+            m = self.explore_choice(u_choice, level)
             # a dear model is explored at its cost ratio (see explore_weight; the step's
             # uniform decides): its labels cost more than they can save
-            if cfg.prune and u_choice >= self.explore_weight(m):
+            if cfg.prune and u_choice >= self.explore_weight(m, level):
                 explore = False
                 m = int(np.argmin(costs - self.lam * used))
         else:
