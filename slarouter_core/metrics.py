@@ -45,9 +45,14 @@ class Summary:
     judged: int = 0
 
     @property
+    def display_scale(self) -> float:
+        """Factor from the data's cost unit to the display unit (J to MJ; else 1)."""
+        return 1e-6 if self.cost_unit == "J" else 1.0
+
+    @property
     def operating_cost_display(self) -> float:
         """Cost in display units: MJ for joules, otherwise the data's unit."""
-        return self.operating_cost / 1e6 if self.cost_unit == "J" else self.operating_cost
+        return self.operating_cost * self.display_scale
 
     @property
     def display_unit(self) -> str:

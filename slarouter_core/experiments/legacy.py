@@ -3,6 +3,7 @@ benchmark (no history split), one row per benchmark and seed."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Iterable, Sequence
 
@@ -17,7 +18,7 @@ from .alpha import resolve_alpha
 from .datasets import ProgressFn
 from .feedback_axis import feedback_columns, parse_feedback
 from .grid import rows_of
-from .runs import judge_call_cost
+from .runs import call_columns, judge_columns
 
 
 def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: RouterConfig | None = None,
@@ -31,7 +32,8 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
     ``feedback``: the feedback model (a :class:`FeedbackConfig`, preset name or
     ``kind:key=value``; default IID); workload drift needs ``per_benchmark=False``.
     ``judge_cost``: one judge call under judge fill-in (default :func:`runs.judge_call_cost`),
-    added to ``operating_cost`` (columns ``judge_calls``, ``judge_cost``)."""
+    added to ``operating_cost`` (columns ``judge_calls``, ``judge_call_cost``, ``judge_cost``);
+    ``first_at_risk``: the router's first SLA-at-risk warning (request index; NaN if none)."""
     fcfg = parse_feedback(feedback) if feedback is not None else FeedbackConfig()
     fcfg.check_rate(float(feedback_rate))
     names = list(benchmarks) if benchmarks else data.benchmark_names
@@ -54,18 +56,17 @@ def run_slarouter_grid(data: RoutingData, embeddings: np.ndarray, router: Router
         for seed in seeds:
             sim = simulate(sub, emb, SimulationConfig(cfg, feedback_rate=feedback_rate, seed=seed, feedback=fcfg))
             s = sim.summary()
-            scale = 1e-6 if s.cost_unit == "J" else 1.0
-            judge = s.judged * judge_call_cost(sub, judge_cost) * scale
+            judge = judge_columns(s, sub, judge_cost)
+            at_risk = sim.router.sla_status().get("first_at_risk")
             row = {"benchmark": "+".join(group), "seed": seed, "method": "SLARouter",
                    "alpha": a, **_c_and_v(cfg),
                    "feedback_rate": feedback_rate, **fcols, "requests": s.requests,
-                   "operating_cost": s.operating_cost_display + judge, "cost_unit": s.display_unit,
+                   "operating_cost": s.operating_cost_display + judge["judge_cost"], "cost_unit": s.display_unit,
                    "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
                    "sla_met": s.sla_met, "lcb": sim.router.certified_lower_bound(),
-                   "explored": s.explored, "feedback": s.feedback, "judge_calls": s.judged, "judge_cost": judge,
-                   "final_v": s.final_v}
-            for m, r in zip(s.models, s.call_ratio):
-                row[f"calls_{m}"] = r
+                   "first_at_risk": math.nan if at_risk is None else float(at_risk),
+                   "explored": s.explored, "feedback": s.feedback, **judge,
+                   "final_v": s.final_v, **call_columns(s)}
             rows.append(row)
             del sim  # the next seed's stream copy must not coexist with this one
             done += 1

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..baselines import METHODS, info_json, split_history
 from ..data import RoutingData
+from ..metrics import Summary
 from .feedback_axis import feedback_columns
 from .grid import Task
 
@@ -40,9 +41,8 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
         except TypeError as exc:
             raise ValueError(f"bad parameters for {task.spec.method}: {exc}") from None
     s = r.summary
-    scale = 1e-6 if s.cost_unit == "J" else 1.0
-    call_cost = judge_call_cost(data, task.judge_cost)
-    judge_cost = s.judged * call_cost
+    scale = s.display_scale
+    judge = judge_columns(s, data, task.judge_cost)
     at_risk = r.info.get("first_at_risk")
     row = {
         "dataset": task.dataset, "benchmark": task.benchmark, "method": task.spec.name,
@@ -51,17 +51,26 @@ def run_task(task: Task, data: RoutingData, embeddings: np.ndarray) -> dict:
         "history_fraction": task.history_fraction, "alpha": task.alpha, "n_stream": stream.n_requests,
         "n_history": history.n,
         "cost_unit": s.display_unit, "stream_cost": s.operating_cost * scale,
-        "training_cost": r.extra_cost * scale, "operating_cost": (r.total_cost + judge_cost) * scale,
+        "training_cost": r.extra_cost * scale, "operating_cost": r.total_cost * scale + judge["judge_cost"],
         "satisfaction": s.satisfaction, "post_convergence_satisfaction": s.post_convergence_satisfaction,
         "sla_met": bool(s.satisfaction >= task.alpha), "lcb": float(r.info.get("lcb", math.nan)),
         "first_at_risk": math.nan if at_risk is None else float(at_risk),
-        "explored": s.explored, "feedback": s.feedback, "judge_calls": s.judged,
-        "judge_call_cost": call_cost * scale, "judge_cost": judge_cost * scale,
-        "final_q": s.final_q, "final_v": s.final_v, "tuned": info_json(r.info),
+        "explored": s.explored, "feedback": s.feedback, **judge,
+        "final_q": s.final_q, "final_v": s.final_v, "tuned": info_json(r.info), **call_columns(s),
     }
-    for m, ratio in zip(s.models, s.call_ratio):
-        row[f"calls_{m}"] = ratio
     return row
+
+
+def judge_columns(s: Summary, data: RoutingData, given: float | None) -> dict:
+    """A row's judge columns in display units: calls, the price of one
+    (:func:`judge_call_cost`) and their cost, which ``operating_cost`` includes."""
+    call = judge_call_cost(data, given) * s.display_scale
+    return {"judge_calls": s.judged, "judge_call_cost": call, "judge_cost": s.judged * call}
+
+
+def call_columns(s: Summary) -> dict:
+    """A row's ``calls_<model>`` columns: each model's share of the served requests."""
+    return {f"calls_{m}": ratio for m, ratio in zip(s.models, s.call_ratio)}
 
 
 def judge_call_cost(data: RoutingData, given: float | None) -> float:
