@@ -23,7 +23,8 @@ from slarouter_core.embedding_cache import EmbeddingCache
 from slarouter_core.encoders import EncoderUnavailableError, get_encoder
 from slarouter_core.experiments import load_any
 from slarouter_core.importers import file_cost_metrics
-from slarouter_core.live import DataSpec, LazyEncoder, RunSettings, settings_from_query, settings_to_query
+from slarouter_core.live import (DataSpec, LazyEncoder, RunSettings, settings_for_data, settings_from_query,
+                                 settings_to_query)
 from slarouter_core.live.tables import grid_columns, zoo_chart
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,7 +115,20 @@ def zoo_picture(spec: DataSpec, per_benchmark: bool = True, legend: bool = True,
 def current_data() -> RoutingData:
     """The session's dataset. A link whose cost the file lacks loads with a cost the file
     has (:func:`choose_cost`); a dataset that cannot be loaded any more falls back to the
-    demo; either way with a note that names the file as the user knows it."""
+    demo; either way with a note that names the file as the user knows it. Stated
+    accuracies that do not fit its zoo (a link's wrong count, or a zoo of other models
+    than they were given for) are left out, with a note."""
+    data = _load_current()
+    ss = st.session_state
+    run, note = settings_for_data(run_settings(), data, ss.get("stated_for"))
+    if note:
+        set_run_settings(run)
+        ss.setdefault("url_problems", []).append(note[0].upper() + note[1:])
+    ss.stated_for = tuple(data.models) if run.stated_levels else None
+    return data
+
+
+def _load_current() -> RoutingData:
     spec = data_spec()
     try:
         return load_data(spec)

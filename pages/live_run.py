@@ -10,8 +10,9 @@ import streamlit as st
 
 from pages import _frame
 from pages import _shared as sh
-from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_model_choices,
-                                 human_cost, router_modes, router_modes_help, settings_change, settings_json)
+from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_model_choices, human_cost,
+                                 router_modes, router_modes_help, settings_change, settings_json, stated_text,
+                                 stated_weight, takes_stated_levels)
 from slarouter_core.experiments.runs import judge_call_cost
 from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
@@ -33,7 +34,8 @@ run = sh.run_settings()
 # to the value the run uses (no silent red box with the reason on hover only)
 KEYS = {"w_routers": "routers", "w_alpha": "alpha", "w_c": "c", "w_vmode": "fixed_v", "w_V": "V", "w_qmax": "q_max",
         "w_eps": "eps", "w_rate": "feedback_rate", "w_seed": "seed", "w_tick": "per_tick", "w_fbmodel": "feedback_model",
-        "w_judge": "judge", "w_jbudget": "judge_budget", "w_jcost": "judge_cost"}
+        "w_judge": "judge", "w_jbudget": "judge_budget", "w_jcost": "judge_cost",
+        "w_stated": "stated_levels"}
 
 
 def shown(field: str, settings: RunSettings):
@@ -46,6 +48,8 @@ def shown(field: str, settings: RunSettings):
         return list(settings.routers)
     if field == "judge_cost":
         return settings.resolved_judge_cost(data)
+    if field == "stated_levels":
+        return stated_text(settings.stated_levels)
     value = getattr(settings, field)
     return int(value) if field in ("seed", "per_tick") else value
 
@@ -123,6 +127,18 @@ with st.sidebar:
                         help="Default: the mean cost per request of the zoo's cheapest model, "
                              f"{human_cost(judge_call_cost(data, None), data.cost_unit)} "
                              f"({data.models[int(data.costs.mean(axis=0).argmin())]}).")
+    stated_by = [m for m in run.routers if takes_stated_levels(m)]
+    if stated_by:
+        weight = stated_weight(stated_by[0])
+        st.text_input(
+            "stated accuracies, one per model (contextual router's prior)", **widget("w_stated"),
+            placeholder="one per model: " + ", ".join(data.models),
+            help=f"Each model's accuracy as its provider or a leaderboard states it: a number in (0, 1) per "
+                 f"model, in this order: {', '.join(data.models)} (empty: none). They are the prior of each "
+                 f"model's level for {', '.join(stated_by)}"
+                 + (f", worth {weight:g} labels" if math.isfinite(weight) else "")
+                 + ": the router starts from them instead of from nothing, the thumbs overrule them as they "
+                 "come, and the estimate and its bound never use them. Changing them starts the run again.")
     st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
                     **widget("w_seed"))
     st.number_input("requests per tick", step=50, **widget("w_tick"))

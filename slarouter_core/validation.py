@@ -177,12 +177,16 @@ class Instance:
 @dataclass(frozen=True)
 class Levels:
     """A sequence of finite numbers in [0, 1] (one per model; empty: none given), stored
-    as a tuple of floats."""
+    as a tuple of floats; ``open``: in (0, 1), neither end allowed."""
+
+    open: bool = False
 
     def __call__(self, name: str, value: Any) -> Any:
+        span = "(0, 1)" if self.open else "[0, 1]"
         if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-            raise ValueError(f"{name} must be a list of numbers in [0, 1], got {value!r}")
-        return tuple(check_number(f"{name}[{i}]", v, low=0.0, high=1.0) for i, v in enumerate(value))
+            raise ValueError(f"{name} must be a list of numbers in {span}, got {value!r}")
+        return tuple(check_number(f"{name}[{i}]", v, low=0.0, high=1.0, low_open=self.open, high_open=self.open)
+                     for i, v in enumerate(value))
 
 
 Rule = Callable[[str, Any], Any]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -14,11 +15,11 @@ from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
 from ..encoders import EncoderUnavailableError, check_encoder_spec
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
-from ..policies.registry import DASHBOARD_DEFAULT, keep_settings
+from ..policies.registry import DASHBOARD_DEFAULT, keep_settings, policy_class, settings_of
 from ..policies.registry import names as router_modes
 from ..router import RouterConfig
 from ..simulator import DEFAULT_FEEDBACK_RATE, SimulationConfig
-from ..validation import Alpha, Bool, Checked, Choice, Int, Range, param
+from ..validation import Alpha, Bool, Checked, Choice, Int, Levels, Range, check_number, param
 
 ENCODER_CHOICES = ("minilm", "hashing")
 #: one set of limits for the URL and the widgets, (lowest, highest) per setting: a shared
@@ -34,6 +35,8 @@ DEFAULT_ROUTERS = DASHBOARD_DEFAULT
 #: "" is no judge
 JUDGE_CHOICES = ("",) + tuple(JUDGE_PRESETS)
 SOURCES = ("demo", "path", "upload")
+#: the stated accuracies (RunSettings.stated_levels) as the pages and messages name them
+STATED_LABEL = "stated accuracies"
 
 
 # -- settings ---------------------------------------------------------------------------
@@ -70,6 +73,9 @@ class RunSettings(Checked):
     from ``q_max`` and ``eps``. ``judge`` (a ``JUDGE_PRESETS`` name, "" for none) fills in
     a verdict on a share ``judge_budget`` of the requests the users left without thumbs;
     each call costs ``judge_cost`` (None: the zoo's cheapest model's mean cost per request).
+    ``stated_levels``: each model's accuracy as its provider or a leaderboard states it, one
+    per model of the data in its model order (empty: none), for the routers that take them
+    as a prior (``stated_levels`` of the contextual policy; the others ignore them).
     """
 
     alpha: float | None = param(None, Alpha(optional=True))
@@ -87,6 +93,7 @@ class RunSettings(Checked):
     judge: str = param("", Choice(JUDGE_CHOICES))
     judge_budget: float = param(1.0, Range(low=0.0, high=1.0), label="judge budget")
     judge_cost: float | None = param(None, Range(low=0.0, optional=True), label="judge cost")
+    stated_levels: tuple[float, ...] = param((), Levels(open=True), label=STATED_LABEL)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -107,12 +114,18 @@ class RunSettings(Checked):
 
     def policy_settings(self, mode: str | None = None) -> dict[str, Any]:
         """The sidebar's router settings that policy ``mode`` takes (c and the V schedule
-        are Algorithm 1's; a policy without them takes none)."""
+        are Algorithm 1's; a policy without them takes none; the stated accuracies, where
+        given, go to a policy with a ``stated_levels`` setting)."""
         v = {"V": float(self.V)} if self.fixed_v else {"V": None, "q_max": float(self.q_max), "eps": float(self.eps)}
-        return keep_settings(mode or self.mode, {"c": float(self.c), **v})
+        stated = {"stated_levels": tuple(self.stated_levels)} if self.stated_levels else {}
+        return keep_settings(mode or self.mode, {"c": float(self.c), **v, **stated})
 
     def router_config(self, data: RoutingData, mode: str | None = None) -> RouterConfig:
+        """Router ``mode``'s config on ``data``; stated accuracies that a router takes must
+        be one per model of ``data`` (ValueError naming the zoo's models otherwise)."""
         mode = mode or self.mode
+        if self.stated_levels and takes_stated_levels(mode):
+            check_stated_count(self.stated_levels, data.models)
         return RouterConfig(alpha=self.resolved_alpha(data), mode=mode, **self.policy_settings(mode))
 
     def simulation_config(self, data: RoutingData, mode: str | None = None) -> SimulationConfig:
@@ -158,6 +171,8 @@ def settings_change(current: RunSettings, changes: Mapping[str, Any],
     is left out and named in the returned problems (setting name to a plain sentence), so
     that the page can say why and put that widget back to the value in use. Changing
     ``routers`` makes the first router the session's ``mode`` (the router of the other pages).
+    ``stated_levels`` may be given as the text of its box (:func:`parse_stated_levels`; given
+    ``data``, one value per model of its zoo).
     """
     new = current
     problems: dict[str, str] = {}
@@ -167,10 +182,15 @@ def settings_change(current: RunSettings, changes: Mapping[str, Any],
             if why:
                 problems[name] = f"{why}; keeping {_shown(current, name, data)}."
                 continue
-        kw: dict[str, Any] = {name: value}
-        if name == "routers" and tuple(value) != current.routers and value:
-            kw = {"routers": tuple(value), "mode": value[0]}
         try:
+            if name == "stated_levels":  # text from the box: the link's parser, the data's model count
+                models = data.models if data is not None else None
+                value = parse_stated_levels(value, models) if isinstance(value, str) else tuple(value)
+                if value and models is not None:
+                    check_stated_count(value, models)
+            kw: dict[str, Any] = {name: value}
+            if name == "routers" and tuple(value) != current.routers and value:
+                kw = {"routers": tuple(value), "mode": value[0]}
             candidate = replace(new, **kw)
             if data is not None:
                 candidate.simulation_config(data)
@@ -188,6 +208,8 @@ def _shown(run: RunSettings, name: str, data: RoutingData | None) -> str:
     value = getattr(run, name)
     if name == "routers":
         return ", ".join(value)
+    if name == "stated_levels":
+        return f"{STATED_LABEL} = {stated_text(value)}" if value else f"no {STATED_LABEL}"
     return f"{name} = {value:g}" if isinstance(value, float) else f"{name} = {value}"
 
 
@@ -204,8 +226,11 @@ def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] =
         v = getattr(run, name)
         if name == "alpha" and v is None:
             return "midpoint"
+        if name == "stated_levels":
+            return stated_text(v) or "none"
         return ", ".join(v) if isinstance(v, tuple) else (f"{v:g}" if isinstance(v, float) else str(v))
-    what = "; ".join(f"{n} {text(old, n)} -> {text(new, n)}" for n in changed)
+    shown_as = {"stated_levels": STATED_LABEL}
+    what = "; ".join(f"{shown_as.get(n, n)} {text(old, n)} -> {text(new, n)}" for n in changed)
     head = "The seed changed" if changed == ["seed"] else "Settings changed"
     why = " (a seed fixes the request order and the feedback plan)" if "seed" in changed else ""
     return f"{head} ({what}): the run was reset and starts again from the first request{why}."
@@ -225,11 +250,83 @@ def feedback_model_fields(name: str) -> dict:
     return {"feedback": FeedbackConfig(kind=name)}
 
 
+# -- stated accuracies (the contextual router's prior) -----------------------------------------
+def takes_stated_levels(mode: str) -> bool:
+    """Whether router ``mode`` takes stated accuracies (a ``stated_levels`` setting)."""
+    return "stated_levels" in settings_of(mode)
+
+
+def stated_weight(mode: str) -> float:
+    """How many labels router ``mode``'s stated accuracies are worth (its ``stated_weight``
+    default; the dashboard sets no other); NaN for a policy without that setting."""
+    return float(getattr(policy_class(mode).config_cls(), "stated_weight", math.nan))
+
+
+def stated_text(levels: Sequence[float], sep: str = ", ") -> str:
+    """Stated accuracies as the box and the link write them (each in full: 0.54, not
+    0.540000; "" for none)."""
+    return sep.join(str(float(v)) for v in levels)
+
+
+def check_stated_count(levels: Sequence[float], models: Sequence[str]) -> None:
+    """ValueError unless ``levels`` has one value per model of ``models``, naming them in order."""
+    n, m = len(levels), len(models)
+    if n != m:
+        raise ValueError(f"{n} {'stated accuracy' if n == 1 else STATED_LABEL} for a zoo of {m} models: "
+                         f"give one per model, in this order: {', '.join(models)}")
+
+
+def parse_stated_levels(text: str, models: Sequence[str] | None = None) -> tuple[float, ...]:
+    """Stated accuracies from the Live run box or a link (one parser for both): numbers in
+    (0, 1) separated by commas, semicolons or spaces; empty: none. Given the data's
+    ``models``, one per model in that order. A bad value raises ValueError with a plain
+    sentence that names it."""
+    parts = [p for p in re.split(r"[,;\s]+", str(text).strip()) if p]
+    values = []
+    for p in parts:
+        try:
+            values.append(float(p))
+        except ValueError:
+            raise ValueError(f"{_cut(p)!r} is not a number: give one accuracy in (0, 1) per model, "
+                             "separated by commas") from None
+    if values and models is not None:
+        check_stated_count(values, models)
+    for i, v in enumerate(values):
+        name = f"the stated accuracy of {models[i]}" if models is not None else f"stated accuracy {i + 1}"
+        try:
+            check_number(name, v, low=0.0, high=1.0, low_open=True, high_open=True)
+        except ValueError as exc:
+            hint = f" (an accuracy of {v:g}% is written {v / 100:g})" if 2.0 <= v <= 100.0 else ""
+            raise ValueError(f"{exc}{hint}") from None
+    return tuple(values)
+
+
+def settings_for_data(run: RunSettings, data: RoutingData,
+                      given_for: Sequence[str] | None = None) -> tuple[RunSettings, str | None]:
+    """``run`` with its stated accuracies left out where they do not fit ``data``'s zoo (a
+    link's wrong count, or new data): the settings to use and a sentence saying why (None
+    when they fit). ``given_for``: the models they were given for, when known (a zoo of
+    the same size but other models is said too)."""
+    levels = run.stated_levels
+    if not levels:
+        return run, None
+    if given_for is not None and tuple(given_for) != tuple(data.models):
+        why = (f"they were given for {', '.join(given_for)}, and the data's models are now "
+               f"{', '.join(data.models)}")
+    else:
+        try:
+            check_stated_count(levels, data.models)
+            return run, None
+        except ValueError as exc:
+            why = str(exc)
+    return replace(run, stated_levels=()), f"{STATED_LABEL} {_cut(stated_text(levels), 80)}: {why}; using none."
+
+
 # query-parameter names of every setting (short, stable: they are part of shared links)
 _RUN_KEYS = {"alpha": "alpha", "c": "c", "fixed_v": "fixedV", "V": "V", "q_max": "qmax", "eps": "eps",
              "feedback_rate": "rate", "seed": "seed", "per_tick": "tick", "feedback_model": "fbmodel",
              "mode": "mode", "routers": "routers", "judge": "judge", "judge_budget": "jbudget",
-             "judge_cost": "jcost"}
+             "judge_cost": "jcost", "stated_levels": "stated"}
 _DATA_KEYS = {"source": "src", "path": "path", "cost": "cost", "benchmarks": "bench", "encoder": "enc"}
 
 
@@ -246,6 +343,8 @@ def settings_to_query(data: DataSpec, run: RunSettings) -> dict[str, str]:
         if v != getattr(r0, f):
             if f == "routers":
                 out[key] = ",".join(v)
+            elif f == "stated_levels":
+                out[key] = stated_text(v, sep=",")
             else:
                 out[key] = ("1" if v else "0") if isinstance(v, bool) else \
                     (f"{v:g}" if isinstance(v, float) else str(v))
@@ -271,6 +370,12 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
                 run_kw[f] = raw
             elif f == "routers":
                 run_kw[f] = tuple(m.strip() for m in raw.split(",") if m.strip())
+            elif f == "stated_levels":
+                try:
+                    run_kw[f] = parse_stated_levels(raw)  # the box's parser; the count is the data's (_shared)
+                except ValueError as exc:
+                    problems.append(f"URL parameter {key}={_cut(raw)!r}: {exc}; using none.")
+                    continue
             elif f == "fixed_v":
                 if raw not in ("0", "1", "true", "false"):
                     raise ValueError

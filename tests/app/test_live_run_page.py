@@ -229,3 +229,83 @@ def test_a_mode_from_the_link_survives_a_visit_to_live_run():
     at.number_input(key="w_c").set_value(0.2).run()
     assert at.session_state.run_settings.mode == "guarded"  # Feedback by hand keeps its router
     assert at.session_state.live.routers == ("contextual", "paper")
+
+
+def test_stated_accuracies_typed_in_the_sidebar_restart_the_run_and_reach_the_contextual_router():
+    at = open_app(PAGE)
+    models = at.session_state.live.data.models
+    box = at.sidebar.text_input(key="w_stated")
+    assert box.value == "" and all(m in box.help for m in models)  # the help lists the model order
+    assert "worth 20 labels" in box.help and "never use them" in box.help
+    at.button(key="w_step").click().run()
+    assert at.session_state.live.t == 200
+    stated = tuple(round(0.2 + 0.15 * i, 2) for i in range(len(models)))
+    at.sidebar.text_input(key="w_stated").input(", ".join(map(str, stated))).run()
+    live = at.session_state.live
+    assert live.t == 0  # a new prior: a new run, and the page says which setting did it
+    text = " ".join(w.value for w in at.main.warning)
+    assert f"Settings changed (stated accuracies none -> {', '.join(map(str, stated))}): the run was reset" in text
+    assert live.sims["contextual"].router.config.settings.stated_levels == stated
+    assert live.sims["paper"].router.config.mode == "paper"
+    assert at.query_params["stated"] == ",".join(map(str, stated))
+    at.button(key="w_step").click().run()
+    assert at.session_state.live.t == 200 and not at.main.error
+    # a wrong count, a value outside (0, 1), nan or text: said in words, the run and the box keep the old values
+    for bad, said in (("0.5, 0.6", f"2 stated accuracies for a zoo of {len(models)} models"),
+                      (", ".join(["1.5"] * len(models)), "got 1.5"), (", ".join(["nan"] * len(models)), "got nan"),
+                      ("abc", "'abc' is not a number")):
+        at.sidebar.text_input(key="w_stated").input(bad).run()
+        error = " ".join(e.value for e in at.main.error)
+        assert error.startswith("Settings not applied: ") and said in error, (bad, error)
+        assert at.session_state.run_settings.stated_levels == stated
+        assert at.sidebar.text_input(key="w_stated").value == ", ".join(map(str, stated))
+        assert at.session_state.live.t == 200  # the run goes on
+    at.sidebar.text_input(key="w_stated").input("").run()  # empty: none
+    assert at.session_state.live.sims["contextual"].router.config.settings.stated_levels == ()
+    assert "stated" not in at.query_params
+
+
+def test_the_stated_accuracies_box_shows_only_for_a_router_that_takes_them():
+    at = open_app(PAGE, routers="paper,guarded")
+    assert not [t for t in at.sidebar.text_input if t.key == "w_stated"]
+    at.multiselect(key="w_routers").set_value(["paper", "contextual"]).run()
+    assert at.sidebar.text_input(key="w_stated") is not None
+
+
+def test_a_link_with_stated_accuracies_for_another_zoo_keeps_the_page_and_says_why():
+    at = open_app(PAGE, stated="0.5,0.6")
+    models = at.session_state.live.data.models
+    text = " ".join(w.value for w in at.warning)
+    assert f"2 stated accuracies for a zoo of {len(models)} models" in text and "using none" in text
+    assert at.session_state.run_settings.stated_levels == ()
+    at.button(key="w_step").click().run()
+    assert not at.exception and at.session_state.live.t == 200
+    good = ",".join(["0.6"] * len(models))
+    at = open_app(PAGE, stated=good)
+    assert not at.warning
+    assert at.session_state.live.sims["contextual"].router.config.settings.stated_levels == (0.6,) * len(models)
+    assert at.sidebar.text_input(key="w_stated").value == ", ".join(["0.6"] * len(models))
+
+
+def test_new_data_with_other_models_drops_the_stated_accuracies_with_a_note(tmp_path):
+    from slarouter_core.data import write_parquet
+    from tests.conftest import make_frame
+
+    at = open_app(PAGE)
+    demo = at.session_state.live.data.models
+    stated = ", ".join(["0.6"] * len(demo))
+    at.sidebar.text_input(key="w_stated").input(stated).run()
+    assert at.session_state.run_settings.stated_levels == (0.6,) * len(demo)
+    other = tuple(f"other{i}" for i in range(len(demo)))  # as many models, not the same ones
+    path = write_parquet(make_frame(n=80, models=other), tmp_path / "other.parquet")
+    at.switch_page("pages/data_page.py").run()
+    at.radio(key="w_source").set_value("path").run()
+    at.text_input(key="w_path").set_value(str(path)).run()
+    at.button(key="w_load_path").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = " ".join(w.value for w in at.warning)
+    assert f"they were given for {', '.join(demo)}, and the data's models are now {', '.join(other)}" in text
+    assert at.session_state.run_settings.stated_levels == ()
+    at.switch_page(PAGE).run()
+    assert not at.exception and at.sidebar.text_input(key="w_stated").value == ""
+    assert at.session_state.live.sims["contextual"].router.config.settings.stated_levels == ()

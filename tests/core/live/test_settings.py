@@ -1,0 +1,161 @@
+"""RunSettings' stated accuracies (the contextual router's prior): they reach the router,
+travel in the link, restart a run with the reason said, and a bad value is refused in words
+with the old settings kept."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from slarouter_core.data import from_frame
+from slarouter_core.embedding_cache import embed_texts
+from slarouter_core.live import (DataSpec, LiveRun, RunSettings, describe_reset, parse_stated_levels,
+                                 settings_change, settings_for_data, settings_from_query, settings_json,
+                                 settings_method_params, settings_to_query, takes_stated_levels)
+from tests.conftest import make_frame
+
+#: one per model of the small zoo (small, medium, large): the cheapest stated best
+STATED = (0.9, 0.2, 0.3)
+
+
+@pytest.fixture(scope="module")
+def small():
+    data = from_frame(make_frame(n=400, seed=3))
+    return data, embed_texts(data.texts, "hashing:64")
+
+
+def test_only_the_routers_with_a_prior_take_them():
+    assert takes_stated_levels("contextual")
+    assert not takes_stated_levels("paper") and not takes_stated_levels("guarded")
+    run = RunSettings(stated_levels=STATED)
+    assert run.policy_settings("contextual") == {"stated_levels": STATED}
+    assert "stated_levels" not in run.policy_settings("paper")
+    # none given: nothing is passed on (a method spec or a checkpoint reads as before)
+    assert RunSettings().policy_settings("contextual") == {}
+    assert settings_method_params(RunSettings()) == {"mode": "contextual"}
+    assert settings_method_params(run) == {"mode": "contextual", "stated_levels": STATED}
+
+
+def test_they_reach_the_contextual_router_and_change_its_decisions(small):
+    data, emb = small
+    assert data.models == ("small", "medium", "large")
+    settings = RunSettings(alpha=0.6, per_tick=200, seed=5)
+    plain = LiveRun(data, emb, settings, routers=("contextual", "paper"))
+    stated = LiveRun(data, emb, RunSettings(**{**vars(settings), "stated_levels": STATED}),
+                     routers=("contextual", "paper"))
+    router = stated.sims["contextual"].router
+    assert router.config.settings.stated_levels == STATED
+    assert plain.sims["contextual"].router.config.settings.stated_levels == ()
+    assert stated.sims["paper"].router.config.mode == "paper"  # the paper's rule has no prior: unchanged
+    for live in (plain, stated):
+        live.step()
+    a, b = plain.sims["contextual"].arrays(), stated.sims["contextual"].arrays()
+    np.testing.assert_array_equal(a["row"], b["row"])  # the same requests...
+    assert not np.array_equal(a["model"], b["model"])  # ...routed otherwise from the prior
+    # the model stated best (the cheapest) is served more often from the start
+    assert (b["model"][:100] == 0).sum() > (a["model"][:100] == 0).sum()
+    np.testing.assert_array_equal(plain.sims["paper"].arrays()["model"], stated.sims["paper"].arrays()["model"])
+
+
+def test_they_round_trip_through_the_url():
+    run = RunSettings(stated_levels=(0.54, 0.17, 0.7, 0.123456789), seed=3)
+    q = settings_to_query(DataSpec(), run)
+    assert q["stated"] == "0.54,0.17,0.7,0.123456789"  # each in full
+    d, r, problems = settings_from_query(q)
+    assert (d, r, problems) == (DataSpec(), run, [])
+    assert "stated" not in settings_to_query(DataSpec(), RunSettings())
+    # the box's separators are the link's too
+    assert settings_from_query({"stated": "0.5; 0.6 0.7"})[1].stated_levels == (0.5, 0.6, 0.7)
+
+
+@pytest.mark.parametrize("raw,said", [("abc", "'abc' is not a number"), ("0.5,1.5", "got 1.5"),
+                                      ("nan,0.5", "got nan"), ("0,0.5", "got 0.0"), ("inf", "got inf")])
+def test_a_bad_link_value_is_named_and_none_are_used(raw, said):
+    _, run, problems = settings_from_query({"stated": raw, "c": "0.2"})
+    assert run == RunSettings(c=0.2)
+    assert len(problems) == 1 and problems[0].startswith(f"URL parameter stated={raw!r}: ")
+    assert said in problems[0] and problems[0].endswith("using none.")
+
+
+@pytest.mark.parametrize("text,said", [
+    ("0.5, 0.6", "2 stated accuracies for a zoo of 3 models: give one per model, in this order: small, medium, large"),
+    ("0.5", "1 stated accuracy for a zoo of 3 models"),
+    ("1.5, 0.5, 0.5", "the stated accuracy of small must be a finite number > 0 and < 1, got 1.5"),
+    ("0.5, nan, 0.5", "the stated accuracy of medium must be a finite number > 0 and < 1, got nan"),
+    ("abc", "'abc' is not a number: give one accuracy in (0, 1) per model"),
+    ("0.5, 0.6, 1", "the stated accuracy of large must be a finite number > 0 and < 1, got 1.0"),
+    ("54, 17, 70", "got 54.0 (an accuracy of 54% is written 0.54)"),
+])
+def test_a_bad_value_from_the_box_is_refused_in_words_and_the_old_settings_kept(small, text, said):
+    data, _ = small
+    current = RunSettings(c=0.3, stated_levels=(0.6, 0.7, 0.8))
+    new, problems = settings_change(current, {"stated_levels": text}, data)
+    assert new == current
+    assert said in problems["stated_levels"], problems
+    assert problems["stated_levels"].endswith("; keeping stated accuracies = 0.6, 0.7, 0.8.")
+    _, problems = settings_change(RunSettings(), {"stated_levels": text}, data)
+    assert problems["stated_levels"].endswith("; keeping no stated accuracies.")
+
+
+def test_a_good_value_from_the_box_is_applied_and_empty_clears_it(small):
+    data, _ = small
+    new, problems = settings_change(RunSettings(), {"stated_levels": " 0.9, 0.2;0.3 "}, data)
+    assert not problems and new.stated_levels == STATED
+    cleared, problems = settings_change(new, {"stated_levels": ""}, data)
+    assert not problems and cleared == RunSettings()
+    # a tuple (not text) is checked against the zoo as well
+    _, problems = settings_change(RunSettings(), {"stated_levels": (0.5, 0.5)}, data)
+    assert "2 stated accuracies for a zoo of 3 models" in problems["stated_levels"]
+
+
+@pytest.mark.parametrize("levels", [(0.0, 0.5, 0.5), (1.0, 0.5, 0.5), (float("nan"),), ("0.5",), "0.5", (True,)])
+def test_run_settings_take_only_numbers_strictly_between_0_and_1(levels):
+    with pytest.raises(ValueError, match="stated accuracies"):
+        RunSettings(stated_levels=levels)
+
+
+def test_the_parser_without_the_data_checks_values_only():
+    assert parse_stated_levels("") == () and parse_stated_levels(" , ") == ()
+    assert parse_stated_levels("0.5 0.25") == (0.5, 0.25)
+    with pytest.raises(ValueError, match="stated accuracy 2 must be a finite number > 0 and < 1, got -0.1"):
+        parse_stated_levels("0.5, -0.1")
+
+
+def test_the_router_config_needs_one_per_model(small):
+    data, _ = small
+    run = RunSettings(stated_levels=(0.5, 0.6))
+    with pytest.raises(ValueError, match="2 stated accuracies for a zoo of 3 models"):
+        run.router_config(data)
+    assert run.router_config(data, "paper").mode == "paper"  # a router that takes none ignores them
+
+
+def test_levels_that_do_not_fit_the_data_are_left_out_with_a_sentence(small):
+    data, _ = small
+    fits = RunSettings(stated_levels=STATED)
+    assert settings_for_data(fits, data) == (fits, None)
+    assert settings_for_data(fits, data, data.models) == (fits, None)
+    assert settings_for_data(RunSettings(), data, ("a", "b")) == (RunSettings(), None)
+    run, note = settings_for_data(RunSettings(c=0.2, stated_levels=(0.5, 0.6)), data)
+    assert run == RunSettings(c=0.2)
+    assert note == ("stated accuracies 0.5, 0.6: 2 stated accuracies for a zoo of 3 models: give one per model, "
+                    "in this order: small, medium, large; using none.")
+    # as many models, but not the ones they were given for (new data)
+    run, note = settings_for_data(fits, data, ("x", "y", "z"))
+    assert run == RunSettings()
+    assert "they were given for x, y, z, and the data's models are now small, medium, large" in note
+
+
+def test_a_change_resets_the_run_and_says_so():
+    text = describe_reset(RunSettings(), RunSettings(stated_levels=STATED))
+    assert text.startswith("Settings changed (stated accuracies none -> 0.9, 0.2, 0.3): the run was reset")
+    text = describe_reset(RunSettings(stated_levels=STATED), RunSettings(stated_levels=(0.5, 0.2, 0.3)))
+    assert "(stated accuracies 0.9, 0.2, 0.3 -> 0.5, 0.2, 0.3)" in text
+
+
+def test_the_settings_download_holds_them(small):
+    data, _ = small
+    doc = json.loads(settings_json(DataSpec(), RunSettings(stated_levels=STATED), data))
+    assert doc["run"]["stated_levels"] == list(STATED)
+    assert doc["simulation"]["router"]["settings"]["stated_levels"] == list(STATED)
