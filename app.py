@@ -3,6 +3,10 @@
 Navigation only: the pages' titles, URLs and order. Each page is a script in `pages/` that
 draws the shared frame around itself (`pages/_frame.py`, which says why); everything
 algorithmic comes from `slarouter_core`.
+
+An old short URL (`/live`) is a hidden page on a file of its own (`pages/live.py`), which
+forwards to the page: a fresh server runs in Streamlit's classic `pages/` mode until this
+file's `st.navigation` first runs, and that mode knows only the folder's files.
 """
 
 from __future__ import annotations
@@ -14,14 +18,6 @@ import streamlit as st
 from pages._frame import OLD_URLS, PAGES
 
 
-def _forward(script: str):
-    """A link from before the pages got their files' names (``/live?...``) opens the page
-    it meant, with its settings."""
-    def forward() -> None:
-        st.switch_page(script, query_params=st.query_params.to_dict())
-    return forward
-
-
 # The default page is served at "/"; its url_path only names it (Streamlit keys pages by
 # it), so it takes one no link uses and leaves its file's name to a hidden page on the
 # same script: ``/data_page`` (the README's link) opens Data as it is. Every other page's
@@ -29,5 +25,6 @@ def _forward(script: str):
 pages = [st.Page(script, title=title, icon=icon, url_path="home" if i == 0 else None, default=i == 0)
          for i, (script, title, icon) in enumerate(PAGES)]
 hidden = [st.Page(PAGES[0][0], title=PAGES[0][1], url_path=Path(PAGES[0][0]).stem, visibility="hidden")]
-hidden += [st.Page(_forward(script), title=url, url_path=url, visibility="hidden") for url, script in OLD_URLS.items()]
+# a link from before the pages got their files' names (``/live?...``): its file forwards
+hidden += [st.Page(stub, title=url, url_path=url, visibility="hidden") for url, stub in OLD_URLS.items()]
 st.navigation(pages + hidden, position="hidden").run()

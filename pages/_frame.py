@@ -9,6 +9,10 @@ call after a server start, Streamlit is in its classic multipage mode because a 
 folder sits beside ``app.py``, and runs the file a URL names (``/live_run``) on its own;
 ``AppTest`` is in that mode on every run. A page that draws its own frame looks the same
 either way, with no private flag to flip and no test-only branch.
+
+That mode knows only the files of ``pages/``, so each old short URL (``/live``) is a file
+too: ``pages/live.py`` only calls :func:`forward_old_url`, and ``app.py`` serves the same
+file as a hidden page, so the old URL forwards in either mode with no "Page not found".
 """
 
 from __future__ import annotations
@@ -35,8 +39,16 @@ _PAGE_TABLE = [("pages/data_page.py", "Data", ":material/table:", "data"),
                ("pages/service_page.py", "Service", ":material/dns:", "service")]
 #: script, title, icon, in menu order
 PAGES = [(script, title, icon) for script, title, icon, _ in _PAGE_TABLE]
-#: URLs of links made before the pages got their files' names, and the page each opens
-OLD_URLS = {old: script for script, _, _, old in _PAGE_TABLE}
+#: URLs of links made before the pages got their files' names, and the file each runs:
+#: ``pages/<old>.py``, which forwards to its page (:func:`forward_old_url`)
+OLD_URLS = {old: f"pages/{old}.py" for *_, old in _PAGE_TABLE}
+
+
+def forward_old_url(stub: str) -> None:
+    """Open the page an old short URL meant, with the link's settings (its query
+    parameters). ``stub``: the calling file (``pages/live.py``: its ``__file__``)."""
+    script = next(s for s, *_, old in _PAGE_TABLE if old == Path(stub).stem)
+    st.switch_page(script, query_params=st.query_params.to_dict())
 
 
 def page_icon() -> Image.Image:

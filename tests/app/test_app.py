@@ -49,6 +49,18 @@ def test_the_page_icon_is_an_image_served_by_the_app_not_a_font_cdn_icon(monkeyp
 
 
 
+def test_each_old_short_url_is_a_file_that_opens_its_page_with_the_links_settings():
+    """``/live`` etc. are files in ``pages/`` (Streamlit's classic mode, a fresh server's
+    first requests, knows only those) that forward to their page, settings kept."""
+    from pages._frame import _PAGE_TABLE, OLD_URLS
+
+    for script, title, _, old in _PAGE_TABLE:
+        assert (Path(APP).parent / OLD_URLS[old]).is_file()
+        at = open_app(OLD_URLS[old], seed="7")
+        assert [t.value for t in at.title][:1] == [title]
+        assert at.query_params["seed"] == "7" and at.session_state.run_settings.seed == 7
+
+
 def test_every_page_draws_the_whole_frame_itself():
     """AppTest runs a switched-to page in Streamlit's classic ``pages/`` mode, on its own
     (as a fresh server's first request does): each page still has the five links, the
