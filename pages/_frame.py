@@ -26,7 +26,7 @@ import streamlit as st
 from PIL import Image
 
 from pages import _shared as sh
-from slarouter_core.live import DEFAULT_POLICY, RunSettings, human_cost, settings_to_query, zoo_table
+from slarouter_core.live import DEFAULT_POLICY, RunSettings, human_cost, settings_to_query, stated_text, zoo_table
 
 #: script, title, icon and the URL links had before the pages got their files' names, in
 #: menu order; the first is the default page, served at ``/``. Each page's URL is its
@@ -139,6 +139,8 @@ def _sidebar() -> None:
             f"{v_text}  \n"
             f"feedback rate = {run.feedback_rate:g} · seed = {run.seed} · {run.per_tick} requests/tick"
             + (f"  \nfeedback model: {run.feedback_model}" if run.feedback_model != "iid" else "")
+            + (f"  \nLLM judge: {run.judge} on {run.judge_budget:.0%} of requests without thumbs" if run.judge else "")
+            + (f"  \nstated accuracies: {stated_text(run.stated_levels)}" if run.stated_levels else "")
             + (f"  \nrouter mode: **{run.mode}**" if run.mode != DEFAULT_POLICY else "")
             + f"  \nLive run routers: {', '.join(run.routers)}")
         st.caption("These settings are in the page URL: copy it to share them.")

@@ -248,6 +248,8 @@ def test_stated_accuracies_typed_in_the_sidebar_restart_the_run_and_reach_the_co
     assert live.sims["contextual"].router.config.settings.stated_levels == stated
     assert live.sims["paper"].router.config.mode == "paper"
     assert at.query_params["stated"] == ",".join(map(str, stated))
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)  # the frame's settings summary says them too
+    assert f"stated accuracies: {', '.join(map(str, stated))}" in sidebar
     at.button(key="w_step").click().run()
     assert at.session_state.live.t == 200 and not at.main.error
     # a wrong count, a value outside (0, 1), nan or text: said in words, the run and the box keep the old values
