@@ -364,7 +364,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     elif args.action == "compact":
         try:
             done = cache.compact(args.encoder)
-        except RuntimeError as exc:  # another process is compacting
+        except RuntimeError as exc:  # the folder cannot be locked
             raise ValueError(str(exc)) from None
         for r in done:
             print(f"{r['encoder']}: {r['parts_before']} -> {r['parts_after']} part(s)")

@@ -7,10 +7,12 @@ simulation never encodes a text twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 import time
 import uuid
@@ -107,9 +109,10 @@ class _Part:
         return hit, pos[hit]
 
 
-def _write_part(d: Path, keys: np.ndarray, vectors, sort: bool = True) -> Path:
+def _write_tmp(d: Path, keys: np.ndarray, vectors, sort: bool = True) -> tuple[Path, Path]:
     """Write one part (keys unique; ``vectors`` indexable by row, e.g. a list of memmaps'
-    gathers through :func:`_gather_rows`); atomic rename. Returns its path."""
+    gathers through :func:`_gather_rows`) under a temporary name, flushed to disk.
+    Returns (temporary path, final path): the caller renames it (see ``_commit``)."""
     n = len(keys)
     dim = int(vectors.shape[1])
     order = np.argsort(keys, kind="stable") if sort else np.arange(n)
@@ -117,7 +120,15 @@ def _write_part(d: Path, keys: np.ndarray, vectors, sort: bool = True) -> Path:
     name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.emb"
     tmp = d / f".tmp-{name}"
     try:
-        with open(tmp, "wb") as fh:
+        for attempt in range(3):
+            try:
+                fh = open(tmp, "wb")
+                break
+            except FileNotFoundError:  # the folder was removed by a concurrent clear()
+                if attempt == 2:
+                    raise
+                d.mkdir(parents=True, exist_ok=True)
+        with fh:
             fh.write(_MAGIC + struct.pack("<QQ", n, dim) + b"\0" * (_HEADER - 24))
             fh.write(np.ascontiguousarray(keys[order]).tobytes())
             fh.write(b"\0" * (vec_off - _HEADER - 20 * n))
@@ -125,10 +136,76 @@ def _write_part(d: Path, keys: np.ndarray, vectors, sort: bool = True) -> Path:
                 fh.write(np.ascontiguousarray(vectors[order[a:a + _GATHER]], dtype=np.float32).tobytes())
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, d / name)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp, d / name
+
+
+def _write_part(d: Path, keys: np.ndarray, vectors, sort: bool = True) -> Path:
+    """:func:`_write_tmp` then the atomic rename. Callers hold the commit lock (a part
+    appears only under it, see ``EmbeddingCache``). Returns its path."""
+    tmp, final = _write_tmp(d, keys, vectors, sort)
+    try:
+        os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
-    return d / name
+    return final
+
+
+def _list_parts(d: Path) -> list[Path]:
+    """The folder's part files in name order (one directory scan; none when it is absent)."""
+    try:
+        with os.scandir(d) as it:
+            names = [e.name for e in it if e.name.startswith("part-") and e.name.endswith(".emb")]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [d / n for n in sorted(names)]
+
+
+@contextlib.contextmanager
+def _flock(d: Path, name: str, wait: bool):
+    """An exclusive ``flock`` on ``d/name``: yields True when held, False when ``wait`` is
+    False and another process holds it, None when the folder cannot be locked (read-only,
+    a share without locks, no ``fcntl``: the caller goes on unlocked, as before locks were
+    used). A lock file that ``clear()`` removed while we waited for it is locked afresh:
+    otherwise two processes could each hold "the" lock, one on the removed file and one on
+    the new one."""
+    try:
+        import fcntl  # (POSIX; imported here so that the module imports everywhere)
+    except ImportError:
+        yield None
+        return
+    path = d / name
+    while True:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fh = open(path, "a+")
+        except OSError:  # a read-only cache: nobody writes there, nothing to lock
+            yield None
+            return
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            fh.close()
+            yield False
+            return
+        except OSError:  # e.g. ENOLCK on a share without a lock service
+            fh.close()
+            yield None
+            return
+        try:
+            st, now = os.fstat(fh.fileno()), os.stat(path)
+            same = (st.st_ino, st.st_dev) == (now.st_ino, now.st_dev)
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        fh.close()
+    try:
+        yield True
+    finally:
+        fh.close()  # releases the lock
 
 
 class _Concat:
@@ -154,7 +231,27 @@ class EmbeddingCache:
     """Embeddings per (encoder, text) on disk, in memory-mapped, immutable part files
     (sorted keys + fixed-width float32 vectors; no pickle). Reading a run's embeddings
     touches only that run's keys and vectors, whatever else is cached. Caches written by
-    earlier versions (``shard-*.npz``) are converted on first use, one shard at a time."""
+    earlier versions (``shard-*.npz``) are converted on first use, one shard at a time.
+
+    Several processes may use one folder at once (the dashboard and the CLI, parallel
+    workers). The rules that keep every run's numbers the same:
+
+    * A key is stored once. The first process to *commit* a key's vector wins: a part is
+      renamed into place only under the folder's short commit lock (``.commit.lock``),
+      after checking which of its keys another process committed meanwhile; those take the
+      committed vector (returned to the caller too) and are left out of the part. Encoders
+      are not bit-stable across batches (MiniLM differs by ~1e-7 between a text encoded
+      alone and in a batch), so two processes encoding one text would otherwise return,
+      and store, two different vectors.
+    * Lookups that find every key take no lock (the hot path). A key that looks missing
+      is looked up again under the commit lock before it is encoded: a merge may have
+      replaced the parts a lock-free lookup listed (removed between the listing and the
+      open, or a listing taken while the merged part was renamed in and its inputs
+      removed), and merges swap parts only under that lock, so there the set is whole.
+    * One merge or compaction at a time (``.lock``); it writes the merged part unlocked
+      and takes the commit lock only for the swap (rename it, remove its inputs). On
+      POSIX a removed part stays readable through a mapping that is already open.
+    """
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root is not None else default_cache_dir() / "embeddings"
@@ -163,20 +260,32 @@ class EmbeddingCache:
         return self.root / encoder.cache_id()
 
     # -- parts ---------------------------------------------------------------------------
-    def _parts(self, d: Path, dim: int) -> list[_Part]:
-        if not d.is_dir():
-            return []
-        self._migrate(d, dim)
+    def _parts(self, d: Path, dim: int, skipped: list | None = None) -> list[_Part]:
+        """The readable parts, in name order. Without the commit lock a listed part may be
+        gone by the time it is opened (merged away): it is left out and, when ``skipped``
+        is given, its path is appended there."""
         parts = []
-        for f in sorted(d.glob(_PART_GLOB)):
+        for f in _list_parts(d):
             try:
                 parts.append(_Part(f, dim))
-            except (OSError, ValueError):
-                continue  # torn, foreign or just removed by a compaction: its texts are recomputed
+            except ValueError:
+                continue  # torn or foreign: its texts are recomputed
+            except OSError:
+                if skipped is not None:
+                    skipped.append(f)
         return parts
 
+    def _commit_lock(self, d: Path):
+        return _flock(d, ".commit.lock", wait=True)
+
+    def _locked(self, d: Path, wait: bool = False):
+        """The merge lock: one merge or compaction per folder at a time."""
+        return _flock(d, ".lock", wait=wait)
+
     def _migrate(self, d: Path, dim: int) -> None:
-        """Convert the previous format's NPZ shards into parts (each read once, then removed)."""
+        """Convert the previous format's NPZ shards into parts (each read once, then
+        removed). Under the commit lock: two processes converting one shard would store
+        its keys twice; keys already stored keep their vectors (an earlier shard's win)."""
         for shard in sorted(d.glob(_LEGACY_GLOB)):
             try:
                 with np.load(shard, allow_pickle=False) as z:
@@ -186,42 +295,62 @@ class EmbeddingCache:
             if v.ndim == 2 and v.shape[0] == k.shape[0] and v.shape[1] == dim:
                 k = np.asarray(k, dtype="S20")
                 k, first = np.unique(k, return_index=True)
-                _write_part(d, k, np.asarray(v, np.float32)[first], sort=False)
+                new = self._lookup(self._parts(d, dim), k, None, None)
+                if new.any():
+                    _write_part(d, k[new], np.asarray(v, np.float32)[first[new]], sort=False)
                 shard.unlink(missing_ok=True)  # (one of another width is left alone, as before)
 
     def _merge(self, d: Path, parts: list[_Part], dim: int) -> Path | None:
         """One part holding every key of ``parts`` once; then the old parts are removed.
-        Memory: the keys (28 bytes per vector), never the vectors."""
+        Memory: the keys (28 bytes per vector), never the vectors. The caller holds the
+        merge lock (so no other process removes ``parts`` meanwhile)."""
         if len(parts) < 2:
             return None
         keys = np.concatenate([np.asarray(p.keys) for p in parts]) if parts else np.zeros(0, "S20")
         keys, first = np.unique(keys, return_index=True)  # sorted; first occurrence wins
         view = _Concat(parts, dim)
-        out = _write_part(d, keys, _RowsOf(view, first), sort=False)
-        for p in parts:
-            p.path.unlink(missing_ok=True)
+        tmp, out = _write_tmp(d, keys, _RowsOf(view, first), sort=False)
+        try:
+            # the swap under the commit lock: a lookup that missed a key because it listed
+            # the old parts and found them gone looks again under this lock (see the class)
+            with self._commit_lock(d):
+                os.replace(tmp, out)
+                for p in parts:
+                    p.path.unlink(missing_ok=True)
+        finally:
+            tmp.unlink(missing_ok=True)
         return out
 
-    def _locked(self, d: Path):
-        import contextlib
-        import fcntl
-
-        @contextlib.contextmanager
-        def lock():
-            fh = open(d / ".lock", "a+")
-            try:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    yield False
-                    return
-                try:
-                    yield True
-                finally:
-                    fcntl.flock(fh, fcntl.LOCK_UN)
-            finally:
-                fh.close()
-        return lock()
+    def _commit(self, d: Path, dim: int, keys: np.ndarray, vecs: np.ndarray,
+                out: np.ndarray, rows: np.ndarray, meta: str) -> None:
+        """Store freshly encoded ``vecs`` for the sorted unique ``keys`` (``out[rows]`` holds
+        them): written unlocked, renamed in under the commit lock unless another process
+        committed some of the keys since this one looked; for those, its vectors are kept
+        and copied into ``out[rows]`` (first commit wins, so every run gets the same bits)."""
+        tmp, final = _write_tmp(d, keys, vecs, sort=False)  # the slow part, unlocked
+        try:
+            with self._commit_lock(d):
+                if not (d / "encoder.json").exists():  # (removed by a concurrent clear())
+                    _write_meta(d, meta)
+                found = np.zeros(len(keys), bool)
+                for part in self._parts(d, dim):  # complete: nothing appears or goes meanwhile
+                    idx = np.flatnonzero(~found)
+                    if len(idx) == 0:
+                        break
+                    hit, prow = part.find(keys[idx])
+                    if hit.any():
+                        out[rows[idx[hit]]] = part.vectors[prow]
+                        found[idx[hit]] = True
+                    part.release()
+                if not found.any():
+                    try:
+                        os.replace(tmp, final)
+                    except FileNotFoundError:  # a concurrent clear() removed it: write anew
+                        _write_part(d, keys, vecs, sort=False)
+                elif not found.all():  # rare: part of the block was committed by another process
+                    _write_part(d, keys[~found], vecs[~found], sort=False)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     # -- lookups -------------------------------------------------------------------------
     def embed(self, texts: Sequence[str], encoder: TextEncoder,
@@ -237,7 +366,8 @@ class EmbeddingCache:
         missing = np.flatnonzero(self._find(d, dim, uniq, first, out))
         if len(missing):
             d.mkdir(parents=True, exist_ok=True)
-            (d / "encoder.json").write_text(json.dumps({"spec": encoder.spec, "dim": dim}))
+            meta = json.dumps({"spec": encoder.spec, "dim": dim})
+            _write_meta(d, meta)
             total, done = len(missing), 0
             for a in range(0, total, ENCODE_BLOCK):
                 block = missing[a:a + ENCODE_BLOCK]
@@ -248,7 +378,7 @@ class EmbeddingCache:
                         progress(_done + k, total)
                 vecs = encoder.encode([texts[i] for i in rows], progress=sub)
                 out[rows] = vecs
-                _write_part(d, uniq[block], vecs, sort=False)  # uniq is sorted already
+                self._commit(d, dim, uniq[block], vecs, out, rows, meta)  # uniq is sorted already
                 done += len(block)
             self._merge_small(d, dim)
         elif progress:
@@ -259,12 +389,14 @@ class EmbeddingCache:
             out[rows] = out[first[inverse[rows]]]
         return out
 
-    def _find(self, d: Path, dim: int, uniq: np.ndarray, first: np.ndarray,
-              out: np.ndarray | None) -> np.ndarray:
-        """Look the sorted unique keys up in every part; fill ``out[first[k]]`` for those
-        found (when ``out`` is given). Returns the mask of keys not cached."""
+    @staticmethod
+    def _lookup(parts: list[_Part], uniq: np.ndarray, first: np.ndarray | None,
+                out: np.ndarray | None) -> np.ndarray:
+        """Look the sorted unique keys up in ``parts`` (the first part holding a key wins);
+        fill ``out[first[k]]`` for those found (when ``out`` is given). Returns the mask of
+        keys not found."""
         todo = np.ones(len(uniq), bool)
-        for part in self._parts(d, dim):
+        for part in parts:
             idx = np.flatnonzero(todo)
             if len(idx) == 0:
                 break
@@ -278,6 +410,27 @@ class EmbeddingCache:
             todo[idx[hit]] = False
         return todo
 
+    def _find(self, d: Path, dim: int, uniq: np.ndarray, first: np.ndarray,
+              out: np.ndarray | None) -> np.ndarray:
+        """Look the sorted unique keys up in every part; fill ``out[first[k]]`` for those
+        found (when ``out`` is given). Returns the mask of keys not cached.
+
+        Lock-free when every key is found and no listed part went away meanwhile;
+        otherwise the lookup is done again under the commit lock (see the class), where
+        no part appears or goes: a key is then reported missing only when it is."""
+        gone: list[Path] = []
+        todo = self._lookup(self._parts(d, dim, gone), uniq, first, out)
+        if not (todo.any() or gone) or not d.is_dir():
+            return todo
+        with self._commit_lock(d):
+            self._migrate(d, dim)
+            parts = self._parts(d, dim)
+            if gone:  # a part we listed was merged away: the first holder may differ now
+                return self._lookup(parts, uniq, first, out)
+            idx = np.flatnonzero(todo)
+            todo[idx] = self._lookup(parts, uniq[idx], first[idx], out)
+        return todo
+
     def missing(self, texts: Sequence[str], encoder: TextEncoder) -> np.ndarray:
         """Indices of the texts (first occurrence of each) that are not cached yet."""
         uniq, first = np.unique(text_keys(texts), return_index=True)
@@ -286,7 +439,7 @@ class EmbeddingCache:
     def _merge_small(self, d: Path, dim: int) -> None:
         small = [p for p in self._parts(d, dim) if p.n < ENCODE_BLOCK]
         if len(small) > MERGE_SMALL_PARTS:
-            with self._locked(d) as got:
+            with self._locked(d) as got:  # busy: the process holding it merges anyway
                 if got:
                     self._merge(d, [p for p in self._parts(d, dim) if p.n < ENCODE_BLOCK], dim)
 
@@ -317,23 +470,26 @@ class EmbeddingCache:
                     pass
             out.append({"encoder": spec, "cache_id": d.name, "dim": dim, "vectors": int(vectors),
                         "parts": len(files), "legacy_shards": len(list(d.glob(_LEGACY_GLOB))),
-                        "bytes": sum(f.stat().st_size for f in d.iterdir() if f.is_file())})
+                        "bytes": sum(_size(f) for f in d.iterdir())})
         return out
 
     def compact(self, encoder: str | None = None) -> list[dict]:
-        """Merge each encoder's parts into one (duplicates dropped, torn files removed)."""
+        """Merge each encoder's parts into one (duplicates dropped, torn files removed).
+        Waits for a merge or compaction that another process is doing in that folder."""
         done = []
         for d in self._encoder_dirs(encoder):
             spec, dim = _dir_spec(d)
             if dim is None:
                 continue
-            with self._locked(d) as got:
-                if not got:
-                    raise RuntimeError(f"{d} is being compacted by another process")
-                parts = self._parts(d, dim)
-                before = len(list(d.glob(_PART_GLOB)))
+            with self._locked(d, wait=True) as got:
+                if got is None:
+                    raise RuntimeError(f"{d}: the file system refuses locks; not compacting")
+                with self._commit_lock(d):
+                    self._migrate(d, dim)
+                parts = self._parts(d, dim)  # complete: parts go only under the merge lock
+                before = len(_list_parts(d))
                 self._merge(d, parts, dim)
-                for f in d.glob(_PART_GLOB):  # what could not be read is garbage
+                for f in _list_parts(d):  # what could not be read is garbage
                     try:
                         _Part(f, dim)
                     except ValueError:
@@ -341,26 +497,57 @@ class EmbeddingCache:
                     except OSError:
                         pass
                 for f in d.glob(".tmp-*"):
-                    if time.time() - f.stat().st_mtime > 3600:
-                        f.unlink(missing_ok=True)
-            done.append({"encoder": spec, "parts_before": before, "parts_after": len(list(d.glob(_PART_GLOB)))})
+                    try:
+                        if time.time() - f.stat().st_mtime > 3600:
+                            f.unlink(missing_ok=True)
+                    except FileNotFoundError:
+                        pass  # a writer just renamed it into place
+            done.append({"encoder": spec, "parts_before": before, "parts_after": len(_list_parts(d))})
         return done
 
     def clear(self, encoder: str | None = None) -> int:
         """Remove the cached embeddings (of one encoder, by spec or cache id, or all).
-        Only this cache's own files are removed. Returns the bytes freed."""
+        Only this cache's own files are removed. Returns the bytes freed. A process
+        writing meanwhile keeps its results; what it commits afterwards stays cached."""
         freed = 0
         for d in self._encoder_dirs(encoder):
-            for pattern in (_PART_GLOB, _LEGACY_GLOB, ".tmp-*", "encoder.json", ".lock"):
-                for f in d.glob(pattern):
-                    if f.is_file() and not f.is_symlink():
-                        freed += f.stat().st_size
-                        f.unlink(missing_ok=True)
+            with self._locked(d, wait=True), self._commit_lock(d):
+                for pattern in (_PART_GLOB, _LEGACY_GLOB, ".tmp-*", "encoder.json", ".lock", ".commit.lock"):
+                    for f in d.glob(pattern):
+                        if f.is_file() and not f.is_symlink():
+                            freed += _size(f)
+                            f.unlink(missing_ok=True)
             try:
                 d.rmdir()
             except OSError:
                 pass  # something else lives there: left alone
         return freed
+
+
+def _size(f: Path) -> int:
+    """A file's size; 0 for one that is not a file or is already gone (another process)."""
+    try:
+        st = f.stat()
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def _write_meta(d: Path, meta: str) -> None:
+    """``encoder.json``, replaced atomically and only when it differs: rewriting it in place
+    let a concurrent ``compact()`` or ``info()`` read it empty and skip the folder."""
+    path = d / "encoder.json"
+    try:
+        if path.read_text() == meta:
+            return
+    except OSError:
+        pass
+    tmp = d / f".tmp-meta-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.write_text(meta)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class _RowsOf:
@@ -393,8 +580,8 @@ def embed_parallel(texts: Sequence[str], encoder: str, cache_dir: str | Path | N
                    ray_address: str | None = None, progress: ProgressFn | None = None) -> int:
     """Fill the cache for ``texts`` with parallel workers; returns how many texts were
     encoded. The driver reads only the keys to find what is missing; each worker encodes
-    a chunk and writes its own part files (atomic renames: any number of writers, no
-    locks). With ``backend="ray"`` the workers are Ray tasks (``ray_address`` joins a
+    a chunk and writes its own part files (any number of writers; each takes the
+    folder's commit lock only to rename a finished part in, see :class:`EmbeddingCache`). With ``backend="ray"`` the workers are Ray tasks (``ray_address`` joins a
     cluster), and the cache folder must be on storage every node sees (e.g. NFS); the
     grid then reads the embeddings from there (``slarouter compare --cache-dir``)."""
     if backend not in ("local", "ray"):
