@@ -8,6 +8,8 @@ of ``app.py``'s ``st.navigation``; so each test here starts its own server (abou
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from pages._frame import OLD_URLS
@@ -73,43 +75,39 @@ def open_link(browser, port: int, link: str, heading: str, path: str) -> None:
     page.close()
 
 
+@contextlib.contextmanager
+def fresh_server():
+    """A server of its own (its first session is the test's), stopped afterwards; the
+    port it listens on."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed")
+    port = free_port()
+    proc = start_app(port)
+    try:
+        yield port
+    finally:
+        stop_app(proc)
+
+
 @pytest.mark.parametrize("link, heading, path", FIRST, ids=[x[0] or "root" for x in FIRST])
 def test_a_link_as_a_fresh_servers_first_request_opens_its_page(browser, link, heading, path):
     """An old short URL too: it used to open its page under Streamlit's "Page not found"
     (the classic ``pages/`` mode of a fresh server knew only the files' names)."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed")
-    port = free_port()
-    proc = start_app(port)  # a fresh server: this is its very first session
-    try:
+    with fresh_server() as port:  # this is its very first session
         open_link(browser, port, link, heading, path)
-    finally:
-        stop_app(proc)
 
 
 def test_an_old_link_after_a_fresh_servers_first_request_for_a_page(browser):
     """A first request for a page's own URL never ran ``app.py`` in the classic mode, so
     the next session's old short URL got "Page not found" as well."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed")
-    port = free_port()
-    proc = start_app(port)
-    try:
+    with fresh_server() as port:
         open_link(browser, port, "live_run", "Live run", "live_run")
         open_link(browser, port, "feedback", "Feedback by hand", "feedback_by_hand")
-    finally:
-        stop_app(proc)
 
 
 def test_every_link_opens_its_page_once_the_navigation_has_run(browser):
     """Every URL, old short ones included, through ``app.py``'s ``st.navigation``."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed")
-    port = free_port()
-    proc = start_app(port)
-    try:
+    with fresh_server() as port:
         open_link(browser, port, "", "Data", "")
         for link, heading, path in EVERY_LINK:
             open_link(browser, port, link, heading, path)
-    finally:
-        stop_app(proc)
