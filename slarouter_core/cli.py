@@ -339,7 +339,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = ServiceConfig(alpha=args.alpha, mode=args.mode, encoder=args.encoder, state_dir=args.state_dir,
                            checkpoint_every_s=args.checkpoint_every, seed=args.seed, instance=args.instance,
                            max_body_bytes=args.max_body_bytes, encoder_runtime=args.encoder_runtime,
-                           encoder_threads=args.threads, embed_wait_ms=args.embed_wait_ms)
+                           encoder_threads=args.threads, embed_wait_ms=args.embed_wait_ms,
+                           settings=policy_settings(args.settings))
     service = RoutingService(zoo, config)
     print(f"routing over {', '.join(zoo.names)} (cheapest first) at alpha {config.alpha}, mode {config.mode}; "
           f"state in {config.state_dir}" + (f" (restored, {service.replayed} journal events replayed)"
@@ -492,6 +493,10 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--alpha", type=float, required=True, help="SLA level in (0,1)")
     srv.add_argument("--mode", default=DEFAULT_POLICY, choices=list(router_modes()),
                      help=f"router mode (default {DEFAULT_POLICY}): " + choices_help("; "))
+    srv.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                     help="any setting of the chosen mode's policy, the value read as JSON where it parses "
+                          "(repeatable; e.g. --set sla_window=50000 --set delta=0.1); a restart must give the "
+                          "same ones")
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     srv.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")

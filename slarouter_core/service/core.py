@@ -34,7 +34,7 @@ import time
 import uuid
 from collections import OrderedDict, deque
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,15 +76,24 @@ class ServiceConfig(Checked):
     encoder_runtime: str = param("onnx", Choice(RUNTIMES))
     #: intra-op threads of the ONNX Runtime session
     encoder_threads: int = param(DEFAULT_ENCODER_THREADS, Int(low=1))
+    #: the mode's policy settings given explicitly (``slarouter serve --set KEY=VALUE``,
+    #: e.g. ``sla_window``, ``delta``); the rest are the policy's defaults
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.router_config()  # alpha and mode are validated by RouterConfig
+        if not isinstance(self.settings, dict) or not all(isinstance(k, str) for k in self.settings):
+            raise ValueError(f"settings must map setting names to values, got {self.settings!r}")
+        try:  # the checkpoint's ledger records them
+            json.dumps(self.settings, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError(f"settings must be plain JSON values, got {self.settings!r}") from None
+        self.router_config()  # alpha, mode and the settings are validated by RouterConfig
         super().__post_init__()
         if not isinstance(self.instance, str) or not self.instance.replace("-", "").replace("_", "").isalnum():
             raise ValueError(f"instance must be letters, digits, '-' or '_', got {self.instance!r}")
 
     def router_config(self) -> RouterConfig:
-        return RouterConfig(alpha=self.alpha, mode=self.mode)
+        return RouterConfig(alpha=self.alpha, mode=self.mode, **self.settings)
 
 
 class RoutingService(Persistence):

@@ -48,6 +48,7 @@ class Persistence:
                 doc = {"format": LEDGER_FORMAT, "t": self.router.t, "zoo": list(self.zoo.names),
                        "encoder": self.encoder.spec, "dim": int(self.encoder.dim),
                        "mode": self.router.config.mode, "alpha": self.router.config.alpha,
+                       "router_settings": self.config.settings,
                        "router_file": router_name, "journal_seq": seq,
                        "requests": [[k, *v] for k, v in self.requests.items()],
                        "stats": [s.__dict__ for s in self.stats], "failed_requests": self.failed_requests,
@@ -103,7 +104,11 @@ class Persistence:
             if problems:  # the ledger alone shows other settings: that is what to fix first
                 raise _other_settings(d, problems) from None
             raise
-        asked, defaults = router_differences(router, self.router_config(), self.config.seed)
+        given = doc.get("router_settings", {})  # the settings the checkpointed start gave (--set)
+        if not isinstance(given, dict):
+            raise ValueError(f"{lp}: router_settings must be an object, got {type(given).__name__}")
+        asked, defaults = router_differences(router, self.router_config(), self.config.seed,
+                                             set(given) | set(self.config.settings))
         problems += asked
         if problems:
             raise _other_settings(d, problems)
@@ -174,18 +179,20 @@ class Persistence:
         return n
 
 
-def router_differences(router: SLARouter, now: RouterConfig, seed: int) -> tuple[list[str], list[str]]:
+def router_differences(router: SLARouter, now: RouterConfig, seed: int,
+                       given: set[str] = frozenset()) -> tuple[list[str], list[str]]:
     """The router settings in which the checkpointed ``router`` differs from the one the
     service would build now (``now``, with ``seed``), each as ``name: checkpoint value (now
     new value)``, in two lists: ``(asked, defaults)``.
 
     The restored router runs with its checkpoint's settings, so a difference the start
     *asks for* must refuse it instead of being silently dropped: ``mode``, ``alpha``,
-    ``--seed`` (the origin of its random streams, restored with them) and the zoo file's
-    stated accuracies (``stated_levels``, the contextual router's prior). The policy's other
-    settings (nested ones by dotted name, e.g. ``predictor.lr``) cannot be given to the
-    service, so a difference there is a newer library's default: ``defaults``, kept from the
-    checkpoint and logged. What a restart may change is outside the router: the encoder's
+    ``--seed`` (the origin of its random streams, restored with them), the zoo file's
+    stated accuracies (``stated_levels``, the contextual router's prior) and every policy
+    setting ``given`` explicitly (``--set``) by this start or the checkpointed one. Any
+    other policy setting (nested ones by dotted name, e.g. ``predictor.lr``) is a default
+    on both sides, so a difference there is a newer library's default: ``defaults``, kept
+    from the checkpoint and logged. What a restart may change is outside the router: the encoder's
     runtime and threads (same encoder, same vectors), timers, limits, circuit breakers, the
     instance prefix, and the zoo's prices, endpoints and judge (costs are passed to each
     decision, not kept); the zoo's models and the encoder are the ledger's own checks."""
@@ -199,7 +206,8 @@ def router_differences(router: SLARouter, now: RouterConfig, seed: int) -> tuple
         a, b = _flat(was.settings.to_dict()), _flat(now.settings.to_dict())
         for k in list(a) + [k for k in b if k not in a]:
             if _same(a.get(k)) != _same(b.get(k)):
-                (asked if k in _ASKED else defaults).append(_differs(_LABELS.get(k, k), a.get(k), b.get(k)))
+                ours = k in _ASKED or k.split(".")[0] in given
+                (asked if ours else defaults).append(_differs(_LABELS.get(k, k), a.get(k), b.get(k)))
     if router.seed != int(seed):
         asked.append(_differs("seed", router.seed, int(seed)))
     return asked, defaults

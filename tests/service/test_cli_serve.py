@@ -105,6 +105,11 @@ def test_serve_reports_zoo_problems_and_missing_keys(tmp_path, backends):
                        capture_output=True, text=True, timeout=120,
                        env={**env, "SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": MASTER})
     assert r.returncode == 2 and "alpha must be" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "0.8",
+                        "--mode", "contextual", "--set", "sla_window=500", "--set", "explore_k=2"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**env, "SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": MASTER})
+    assert r.returncode == 2 and "explore_k" in r.stderr  # a setting the policy does not have: said, not ignored
 
 
 def start_serve(zoo: Path, state: Path, port: int, mode: str = "guarded") -> subprocess.Popen:

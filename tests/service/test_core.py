@@ -275,3 +275,29 @@ def test_a_zoos_stated_accuracies_are_the_prior_of_a_policy_that_takes_one():
     assert svc.router.config.settings.stated_levels == (0.5, 0.9)
     paper = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.8, mode="paper"), encoder=HashingEncoder(16))
     assert paper.router.config.settings == PaperConfig()  # a policy without a prior ignores them
+
+
+def test_policy_settings_given_to_the_service_reach_its_router_and_a_restart_must_give_them_again(tmp_path):
+    """``slarouter serve --set sla_window=500``: the SLA window the router certifies; a
+    restart that drops or changes an explicitly given setting is refused, naming it."""
+    cfg = checkpointed(tmp_path, settings={"sla_window": 500, "delta": 0.1})
+    back = RoutingService(zoo(), cfg, encoder=HashingEncoder(16))
+    assert back.restored and back.router.t == 2 and back.state()["kept_settings"] == []
+    assert back.router.config.settings.sla_window == 500 and back.router.policy.cert.window == 500
+    back.journal.close()
+    before = state_files(tmp_path / "s")
+    for settings, expected in (({"delta": 0.1}, "sla_window: 500 (now 0)"),
+                               ({"sla_window": 600, "delta": 0.1}, "sla_window: 500 (now 600)"),
+                               ({"sla_window": 500}, "delta: 0.1 (now 0.05)")):
+        with pytest.raises(ValueError, match="other settings: " + re.escape(expected) + r"\. Start"):
+            RoutingService(zoo(), ServiceConfig(**{**cfg.__dict__, "settings": settings}), encoder=HashingEncoder(16))
+        assert state_files(tmp_path / "s") == before
+
+
+def test_service_settings_are_checked_on_construction():
+    with pytest.raises(ValueError, match="explore_k"):
+        ServiceConfig(alpha=0.8, mode="contextual", settings={"explore_k": 1})
+    with pytest.raises(ValueError, match="sla_window"):
+        ServiceConfig(alpha=0.8, mode="contextual", settings={"sla_window": -5})
+    with pytest.raises(ValueError, match="plain JSON"):
+        ServiceConfig(alpha=0.8, mode="paper", settings={"predictor": PaperConfig().predictor})
