@@ -113,9 +113,9 @@ class Persistence:
         if problems:
             raise _other_settings(d, problems)
         if defaults:
-            # not the command line's doing (it cannot set them): a library whose defaults
-            # changed since the checkpoint. The learned router keeps its own settings, said
-            # once, rather than a refusal that would strand the state folder
+            # given by neither start (no --set): a library whose defaults changed since the
+            # checkpoint. The learned router keeps its own settings, said once, rather than a
+            # refusal that would strand the state folder
             log.warning("%s: the restored router keeps the settings it was checkpointed with, which differ "
                         "from this version's defaults: %s", d, "; ".join(defaults))
         self.kept_settings = defaults
@@ -192,10 +192,11 @@ def router_differences(router: SLARouter, now: RouterConfig, seed: int,
     setting ``given`` explicitly (``--set``) by this start or the checkpointed one. Any
     other policy setting (nested ones by dotted name, e.g. ``predictor.lr``) is a default
     on both sides, so a difference there is a newer library's default: ``defaults``, kept
-    from the checkpoint and logged. What a restart may change is outside the router: the encoder's
-    runtime and threads (same encoder, same vectors), timers, limits, circuit breakers, the
-    instance prefix, and the zoo's prices, endpoints and judge (costs are passed to each
-    decision, not kept); the zoo's models and the encoder are the ledger's own checks."""
+    from the checkpoint and logged. What a restart may change is outside the router: the
+    encoder's runtime and threads (same encoder, same vectors), timers, limits, circuit
+    breakers, the instance prefix, and the zoo's prices, endpoints and judge (costs are
+    passed to each decision, not kept); the zoo's models and the encoder are the ledger's
+    own checks."""
     was = router.config
     asked, defaults = [], []
     if was.mode != now.mode:  # another policy: its settings are another dataclass, the mode says it all
