@@ -19,7 +19,7 @@ from ..policies.registry import DASHBOARD_DEFAULT, keep_settings, policy_class, 
 from ..policies.registry import names as router_modes
 from ..router import RouterConfig
 from ..simulator import DEFAULT_FEEDBACK_RATE, SimulationConfig
-from ..validation import Alpha, Bool, Checked, Choice, Int, Levels, Range, check_number, param
+from ..validation import Alpha, Bool, Checked, Choice, Int, Levels, Range, check_number, declared_rules, param
 
 ENCODER_CHOICES = ("minilm", "hashing")
 #: one set of limits for the URL and the widgets, (lowest, highest) per setting: a shared
@@ -201,6 +201,16 @@ def settings_change(current: RunSettings, changes: Mapping[str, Any],
     return new, problems
 
 
+#: each run setting's declared label (what its validation errors call it)
+_LABELS = {name: label for name, label, _ in declared_rules(RunSettings)}
+
+
+def setting_label(name: str) -> str:
+    """A setting's name as the user reads it: its declared label (``param(label=...)``, the
+    one its validation errors use), else the field name."""
+    return _LABELS.get(name, name)
+
+
 def _shown(run: RunSettings, name: str, data: RoutingData | None) -> str:
     """A setting's value in use, as a user reads it."""
     if name == "alpha" and run.alpha is None:
@@ -208,9 +218,10 @@ def _shown(run: RunSettings, name: str, data: RoutingData | None) -> str:
     value = getattr(run, name)
     if name == "routers":
         return ", ".join(value)
+    label = setting_label(name)
     if name == "stated_levels":
-        return f"{STATED_LABEL} = {stated_text(value)}" if value else f"no {STATED_LABEL}"
-    return f"{name} = {value:g}" if isinstance(value, float) else f"{name} = {value}"
+        return f"{label} = {stated_text(value)}" if value else f"no {label}"
+    return f"{label} = {value:g}" if isinstance(value, float) else f"{label} = {value}"
 
 
 def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] = ("per_tick",)) -> str | None:
@@ -229,8 +240,7 @@ def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] =
         if name == "stated_levels":
             return stated_text(v) or "none"
         return ", ".join(v) if isinstance(v, tuple) else (f"{v:g}" if isinstance(v, float) else str(v))
-    shown_as = {"stated_levels": STATED_LABEL}
-    what = "; ".join(f"{shown_as.get(n, n)} {text(old, n)} -> {text(new, n)}" for n in changed)
+    what = "; ".join(f"{setting_label(n)} {text(old, n)} -> {text(new, n)}" for n in changed)
     head = "The seed changed" if changed == ["seed"] else "Settings changed"
     why = " (a seed fixes the request order and the feedback plan)" if "seed" in changed else ""
     return f"{head} ({what}): the run was reset and starts again from the first request{why}."

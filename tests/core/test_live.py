@@ -323,7 +323,7 @@ def test_a_change_the_simulation_rejects_is_named_too(small):
     run = RunSettings(feedback_rate=0.5)
     new, problems = settings_change(run, {"feedback_model": "bursty"}, data)
     assert new == run and "bursty feedback" in problems["feedback_model"]
-    assert problems["feedback_model"].endswith("keeping feedback_model = iid.")
+    assert problems["feedback_model"].endswith("keeping feedback model = iid.")
 
 
 def test_new_routers_make_the_first_one_the_mode():
@@ -338,6 +338,9 @@ def test_a_reset_says_which_setting_changed_and_why():
     assert describe_reset(RunSettings(per_tick=10), RunSettings(per_tick=99)) is None
     text = describe_reset(RunSettings(), RunSettings(alpha=0.7, c=0.3))
     assert text.startswith("Settings changed (alpha midpoint -> 0.7; c 0.1 -> 0.3)")
+    # a setting is named by its declared label, the one its validation errors use
+    text = describe_reset(RunSettings(feedback_rate=0.2), RunSettings(feedback_rate=0.5, mode="paper"))
+    assert text.startswith("Settings changed (feedback rate 0.2 -> 0.5; router mode ")
 
 
 # -- the belief chart ---------------------------------------------------------------------------
