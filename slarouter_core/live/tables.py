@@ -198,7 +198,7 @@ def grid_columns(table: pd.DataFrame, short: dict[str, str] | None = None,
 
     A data grid cuts what does not fit its column with an ellipsis, and a grid wider than
     the page scrolls sideways, hiding its last columns: at 1400 px an 11-model zoo's
-    tables did both. The widths' sum (:func:`grid_width`) is then what the page must have
+    tables did both. The widths' sum is then what the page must have
     room for (:data:`MAIN_WIDTH` at 1400 px)."""
     short = short or {}
     out: dict[str, dict] = {}
@@ -211,11 +211,6 @@ def grid_columns(table: pd.DataFrame, short: dict[str, str] | None = None,
                          "help": str(col) if label != str(col) else None,
                          "format": number_format if is_float else None}
     return out
-
-
-def grid_width(columns: dict[str, dict]) -> int:
-    """The px a grid of :func:`grid_columns` needs to show every column whole."""
-    return sum(c["width"] for c in columns.values())
 
 
 def short_names(models: tuple[str, ...] | list[str]) -> list[str]:

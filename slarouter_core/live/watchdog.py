@@ -31,10 +31,6 @@ class Progress:
         if self.served < 0:
             raise ValueError(f"served must be >= 0, got {self.served}")
 
-    def moved(self, served: int, now: float) -> "Progress":
-        """This record, or a new one if the run has served since."""
-        return self if served == self.served else Progress(now, served)
-
 
 def stall_after(period: float) -> float:
     """Seconds without a served request before a running run counts as stalled."""

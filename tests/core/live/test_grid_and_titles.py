@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 
 from slarouter_core.live.charts import TITLE_CHARS, ChartFrame, title_text, wrap_title
-from slarouter_core.live.tables import (GRID_CHAR_PX, MAIN_WIDTH, grid_cell_text, grid_columns, grid_width,
-                                        short_names)
+from slarouter_core.live.tables import (GRID_CHAR_PX, MAIN_WIDTH, grid_cell_text, grid_columns, short_names)
 from tests.core.live.zoo_frames import ZOO_NAMES
 
 
@@ -22,7 +21,7 @@ def test_every_column_is_wide_enough_for_its_label_and_every_cell():
         longest = max([len(c["label"])] + [len(grid_cell_text(v, "%.3g")) for v in table[name]])
         assert c["width"] >= longest * GRID_CHAR_PX
     assert cols["method"]["width"] > cols["SLA"]["width"]  # the longest model name sets it
-    assert grid_width(cols) == sum(c["width"] for c in cols.values()) <= MAIN_WIDTH
+    assert sum(c["width"] for c in cols.values()) <= MAIN_WIDTH  # an 11-model zoo's table fits the page
 
 
 def test_cells_are_measured_as_the_grid_writes_them():
