@@ -14,8 +14,8 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from ..live.charts import (MAX_POINTS, RATIO_WINDOW, ChartFrame, _chart_spec, _long, color_encoding, cost_encodings,
-                           series_color, vl_spec)
+from ..live.charts import (MAX_POINTS, RATIO_WINDOW, ChartFrame, _chart_spec, _long, cached_spec, color_encoding,
+                           cost_encodings, series_color)
 from ..metrics import running_mean, thin_indices
 
 
@@ -151,10 +151,7 @@ class ServiceView:
         ev = pd.DataFrame({"t": np.concatenate(events).astype(np.int32) if k else np.zeros(0, np.int32),
                            "event": pd.Categorical.from_codes(
                                np.repeat(np.arange(3, dtype=np.int8), [len(e) for e in events]), categories=kinds)})
-        spec = vl_spec(alt.Chart().mark_tick(thickness=1.5, opacity=0.8).encode(
-            x=alt.X("t:Q", title="request"), y=alt.Y("event:N", title=None), color=alt.Color("event:N", legend=None),
-        ).properties(title="Where exploration, feedback and backend failures happened", height=alt.Step(34)))
-        out.append(ChartFrame("events", ev, spec))
+        out.append(ChartFrame("events", ev, _events_spec()))
         return out
 
 
@@ -206,3 +203,11 @@ def ask(url: str, text: str, timeout: float = 120.0) -> ServiceAnswer:
 def send_feedback(url: str, request_id: str, satisfied: bool, timeout: float = 10.0) -> dict:
     """The user's thumbs for an answered request (errors carry the service's message)."""
     return _post(url, "/v1/feedback", {"request_id": request_id, "satisfied": bool(satisfied)}, timeout)
+
+
+@cached_spec
+def _events_spec() -> alt.TopLevelMixin:
+    """The events strip (the same every poll: built once, copied per call)."""
+    return alt.Chart().mark_tick(thickness=1.5, opacity=0.8).encode(
+        x=alt.X("t:Q", title="request"), y=alt.Y("event:N", title=None), color=alt.Color("event:N", legend=None),
+    ).properties(title="Where exploration, feedback and backend failures happened", height=alt.Step(34))

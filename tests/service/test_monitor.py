@@ -58,6 +58,12 @@ def test_view_builds_the_live_run_charts_from_the_state(running, backends):
     ratio = charts["ratio"].frame
     top = ratio.groupby("t")["value"].max()
     assert top.round(6).eq(1.0).all()  # stacked shares of served calls reach 1
+    # the events strip's spec is built once, and each poll gets its own copy
+    again = {c.key: c for c in view.charts()}["events"].spec
+    assert again == charts["events"].spec and again is not charts["events"].spec
+    assert again["mark"]["type"] == "tick" and again["encoding"]["y"]["field"] == "event"
+    again["title"] = "changed by one caller"
+    assert {c.key: c for c in view.charts()}["events"].spec["title"] != "changed by one caller"
 
 
 def test_service_page_shows_a_running_service(running, monkeypatch):
