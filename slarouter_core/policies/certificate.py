@@ -240,7 +240,8 @@ class Certificate:
 
     def check_risk(self, best_rate: float, step: int) -> bool:
         """SLA at risk: even serving the rest of the window at ``best_rate`` (an upper bound
-        on the best satisfaction the policy can buy) leaves the window likely below alpha."""
+        on the satisfaction the policy can deliver: the contextual policy's ``risk_rate``)
+        leaves the window likely below alpha."""
         if self.guarantee == "window":
             # at risk: even at its best the window ends below alpha with probability above
             # 2 delta (a run that lands on its bound, as the controller aims to, is not)

@@ -112,6 +112,28 @@ def test_no_warning_where_alpha_is_easily_reached():
         assert sim.arrays()["satisfied"].mean() >= 0.75
 
 
+def test_the_at_risk_rate_is_the_fallbacks_own_mix_once_its_models_are_known():
+    """A fallback that samples between two close models delivers their mix, not the better
+    one's level; committed, it delivers one model's; while a model it may serve is thinly
+    labelled (still learning which is best), the best upper level stands in."""
+    def policy(pos, cnt, **kw):
+        pol = ContextualPolicy(ContextualConfig(dr_levels=False, **kw), alpha=0.8, n_models=2, dim=4, seed=3)
+        pol.blind_pos[:], pol.blind_cnt[:] = pos, cnt
+        mean, sd = pol.blind_sd()
+        return pol, mean + 1.6449 * sd
+
+    pol, upper = policy([425, 420], [500, 500])  # 85% and 84%: no commitment
+    rate = pol.risk_rate(100)
+    assert upper.min() + 0.001 < rate < upper.max() - 0.001
+    pol, upper = policy([475, 250], [500, 500])  # committed to model 0
+    assert pol.risk_rate(100) == pytest.approx(upper[0])
+    pol, upper = policy([425, 8], [500, 10])  # model 1 may be best on 10 labels: still learning
+    assert pol.risk_rate(100) == pytest.approx(upper.max())
+    pol, upper = policy([425, 420], [500, 500], fallback="level")  # not a sampling fallback
+    assert pol.risk_rate(100) == pytest.approx(upper.max())
+    assert policy([425, 420], [500, 500])[0].risk_rate(100) == rate  # the same draws for the same step
+
+
 def test_a_dear_model_shown_worse_is_no_longer_explored():
     pol = ContextualPolicy(ContextualConfig(dr_levels=False), alpha=0.8, n_models=3, dim=4, seed=0)
     pol.cost_sum[:] = [1.0, 2.0, 50.0]
