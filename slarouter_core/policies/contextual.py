@@ -130,6 +130,12 @@ class ContextualConfig(PolicyConfig):
     * ``contenders``: while no price reaches the target (only the best model can help),
       explore only the models that may be the best (a 95% upper bound on the level reaches
       the best posterior mean; False: every model not shown dominated, the ablation).
+    * ``forget``: the share of each model's request-blind evidence kept when an SLA window
+      ends and the next begins (a service's windows follow each other; a simulation is
+      one window, so this never acts there). A model written off on unlucky labels gets
+      no more labels, so without forgetting the write-off is for good; halving its
+      evidence every window brings it back as a candidate within a few windows, and a
+      model whose quality drifts is read at its recent level (1: never forget).
     """
 
     delta: float = param(0.05, Range(low=0.0, high=0.5, low_open=True, high_open=True))
@@ -158,6 +164,7 @@ class ContextualConfig(PolicyConfig):
     stated_weight: float = param(20.0, Range(low=0.0, low_open=True))
     dr_levels: bool = param(True, Bool())
     contenders: bool = param(True, Bool())
+    forget: float = param(0.5, Range(low=0.0, high=1.0, low_open=True))
 
 
 
@@ -532,7 +539,10 @@ class ContextualPolicy(Policy):
         """Account step ``step.t`` (thumbs and the judge's verdict, either may be None);
         returns the value it adds to the estimate."""
         p = step.shat_served
+        windows = self.cert.n_windows
         s, g = self.cert.account(p, judge, feedback)
+        if self.cert.n_windows != windows:  # a new SLA window began with this step
+            self.forget_evidence()
         code = 2 if step.blind else 1 if step.by_cluster else 0  # see lab_blind
         if code == 2:
             self.blind_n[step.model] += 1
@@ -543,6 +553,12 @@ class ContextualPolicy(Policy):
         else:
             self._learn(step.model, p, x, float(feedback), code, g)
         return s
+
+    def forget_evidence(self) -> None:
+        """Keep a share ``forget`` of each model's request-blind evidence (see ``forget``)."""
+        k = self.config.forget
+        for name in ("blind_pos", "blind_cnt", "blind_n", "blind_s", "blind_r2"):
+            getattr(self, name)[:] *= k
 
     def late_update(self, t: int, feedback: float) -> None:
         rec = self.pending.pop(int(t), None)

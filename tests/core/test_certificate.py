@@ -134,6 +134,30 @@ def test_the_at_risk_rate_is_the_fallbacks_own_mix_once_its_models_are_known():
     assert policy([425, 420], [500, 500])[0].risk_rate(100) == rate  # the same draws for the same step
 
 
+def test_a_written_off_model_comes_back_as_sla_windows_pass():
+    """A model written off gets no labels, so only forgetting can bring it back: each new
+    SLA window keeps half of every model's request-blind evidence (a service's windows
+    follow each other; a one-window simulation never forgets)."""
+    def run(forget):
+        pol = ContextualPolicy(ContextualConfig(dr_levels=False, sla_window=50, forget=forget), alpha=0.8,
+                               n_models=2, dim=4, seed=0)
+        pol.cost_sum[:], pol.ref_n = [1.0, 2.0], 1
+        pol.blind_pos[:], pol.blind_cnt[:] = [80, 8], [100, 16]
+        assert list(pol.candidates()) == [0]  # the dearer model written off on 8 of its 16 labels
+        x, costs = np.zeros(4, np.float32), np.array([1.0, 2.0])
+        for t in range(1, 101):  # the first window and half the second, no thumbs
+            pol.update(pol.choose(x, costs, t, 0.5, 0.5), x, None)
+        assert pol.cert.n_windows == 1
+        pol.cert.at_risk = False  # (an unlabelled stream may be at risk: every model is then a candidate)
+        return pol
+
+    pol = run(0.5)
+    assert pol.blind_cnt.tolist() == [50, 8] and pol.blind_pos.tolist() == [40, 4]
+    assert 1 in pol.candidates()  # 8 labels are too few to write it off: it is explored again
+    pol = run(1.0)
+    assert pol.blind_cnt.tolist() == [100, 16] and list(pol.candidates()) == [0]
+
+
 def test_a_dear_model_shown_worse_is_no_longer_explored():
     pol = ContextualPolicy(ContextualConfig(dr_levels=False), alpha=0.8, n_models=3, dim=4, seed=0)
     pol.cost_sum[:] = [1.0, 2.0, 50.0]
