@@ -142,8 +142,8 @@ def test_a_written_off_model_comes_back_as_sla_windows_pass():
         pol = ContextualPolicy(ContextualConfig(dr_levels=False, sla_window=50, forget=forget), alpha=0.8,
                                n_models=2, dim=4, seed=0)
         pol.cost_sum[:], pol.ref_n = [1.0, 2.0], 1
-        pol.blind_pos[:], pol.blind_cnt[:] = [80, 8], [100, 16]
-        assert list(pol.candidates()) == [0]  # the dearer model written off on 8 of its 16 labels
+        pol.blind_pos[:], pol.blind_cnt[:] = [80, 26], [100, 40]
+        assert list(pol.candidates()) == [0]  # the dearer model written off on 26 of its 40 labels
         x, costs = np.zeros(4, np.float32), np.array([1.0, 2.0])
         for t in range(1, 101):  # the first window and half the second, no thumbs
             pol.update(pol.choose(x, costs, t, 0.5, 0.5), x, None)
@@ -152,9 +152,22 @@ def test_a_written_off_model_comes_back_as_sla_windows_pass():
         return pol
 
     pol = run(0.5)
-    assert pol.blind_cnt.tolist() == [50, 8] and pol.blind_pos.tolist() == [40, 4]
-    assert 1 in pol.candidates()  # 8 labels are too few to write it off: it is explored again
+    # the leader keeps its evidence; the written-off model keeps what 16 labels (min_labels) say
+    assert pol.blind_cnt.tolist() == [100, 20] and pol.blind_pos.tolist() == [80, 13]
+    assert 1 in pol.candidates()  # at 20 labels its 65% may still beat 80%: it is explored again
     pol = run(1.0)
+    assert pol.blind_cnt.tolist() == [100, 40] and list(pol.candidates()) == [0]
+    pol = run(0.5)  # one window later still: the floor holds
+    pol.forget_evidence()
+    assert pol.blind_cnt[1] >= 16
+
+
+def test_a_model_clearly_worse_stays_written_off_across_windows():
+    pol = ContextualPolicy(ContextualConfig(dr_levels=False, sla_window=50), alpha=0.8, n_models=2, dim=4, seed=0)
+    pol.cost_sum[:], pol.ref_n = [1.0, 2.0], 1
+    pol.blind_pos[:], pol.blind_cnt[:] = [80, 8], [100, 40]  # 20% against 80%
+    for _ in range(5):
+        pol.forget_evidence()
     assert pol.blind_cnt.tolist() == [100, 16] and list(pol.candidates()) == [0]
 
 
