@@ -466,8 +466,8 @@ class ContextualPolicy(Policy):
         share of 5% or more) has fewer than ``min_labels`` request-blind labels, the policy
         is still learning which model is best, and the best upper level stands in (as for
         the other fallbacks): a run that samples between two close models forever does not
-        get the better one's rate (the hard 11-model zoo 0: 17 of 20 misses warned before
-        half a stream, against 15 with the best upper level throughout)."""
+        get the better one's rate (the hard 11-model zoo 0: 18 of 20 misses warned before
+        half a stream, against 15 with the best upper level throughout; docs/RESULTS.md)."""
         mean, sd = self.blind_sd()
         upper = mean + _Z95 * sd
         if self.config.fallback == "thompson":
@@ -568,12 +568,12 @@ class ContextualPolicy(Policy):
         off = mean + _Z95 * sd < mean.max()
         floor, k = float(self.config.min_labels), self.config.forget
         _, eff = self.blind_evidence()  # what the doubly-robust steps are worth, in labels
-        thumbs = np.where(off, np.maximum(k, np.minimum(1.0, floor / np.maximum(self.blind_cnt, 1.0))), 1.0)
-        steps = np.where(off, np.maximum(k, np.minimum(1.0, floor / np.maximum(eff, 1.0))), 1.0)
-        for name in ("blind_pos", "blind_cnt", "blind_r2"):
-            getattr(self, name)[:] *= thumbs
-        for name in ("blind_n", "blind_s"):
-            getattr(self, name)[:] *= steps
+        keep_thumbs = np.where(off, np.maximum(k, np.minimum(1.0, floor / np.maximum(self.blind_cnt, 1.0))), 1.0)
+        keep_steps = np.where(off, np.maximum(k, np.minimum(1.0, floor / np.maximum(eff, 1.0))), 1.0)
+        for name in ("blind_pos", "blind_cnt", "blind_r2"):  # sums over the labelled blind steps
+            getattr(self, name)[:] *= keep_thumbs
+        for name in ("blind_n", "blind_s"):  # sums over all blind steps
+            getattr(self, name)[:] *= keep_steps
 
     def late_update(self, t: int, feedback: float) -> None:
         rec = self.pending.pop(int(t), None)
