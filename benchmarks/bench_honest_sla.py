@@ -4,6 +4,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py                  # 20 seeds, every scenario
     python benchmarks/bench_honest_sla.py --seeds 5 --scenarios demo zoos
     python benchmarks/bench_honest_sla.py --ablate contenders --seeds 40   # one part off (contextual only)
+    python benchmarks/bench_honest_sla.py --encoder hf:PATH --scenarios demo llama   # your own encoder
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -53,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slarouter_core.baselines import static_mixture_lp  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
+from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
 from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
@@ -157,18 +159,26 @@ def main(argv=None) -> int:
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--encoder", default=DEFAULT_ENCODER,
+                    help="the router's text encoder ('minilm', the packaged default; 'hf:<id or path>' for "
+                         "weights you have, e.g. the paper's ModernBERT)")
     ap.add_argument("--stated-weight", type=float, default=None,
                     help="the stated rows' stated_weight (labels a stated accuracy is worth; default the policy's)")
     ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
                     help="run the contextual mode only, with this part switched off (docs/IMPROVED.md)")
     args = ap.parse_args(argv)
+    try:  # a missing encoder is refused before any stream runs
+        get_encoder(args.encoder)
+    except EncoderUnavailableError as err:
+        ap.error(str(err))
     ablation = dict(CONTEXTUAL_SWITCHES[args.ablate]) if args.ablate else {}
     if args.ablate:
         args.modes = ["contextual"]
         print(f"contextual mode with {args.ablate} off: {ablation}")
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
-    print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, defaults only")
+    encoder = "" if args.encoder == DEFAULT_ENCODER else f", encoder {args.encoder}"
+    print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, defaults only{encoder}")
     streams = []
     if "demo" in args.scenarios:
         demo = load_any(ROOT / "data" / "demo.parquet")
@@ -208,7 +218,7 @@ def main(argv=None) -> int:
                 streams.append((f"{label} {z} + stated accuracies", data, alpha, False, stated))
     plain_rows, judge_rows = [], []
     for name, data, alpha, with_judge, *extra in streams:
-        X = embed_texts(data.texts, "minilm")
+        X = embed_texts(data.texts, args.encoder)
         settings = extra[0] if extra else (ablation or None)
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)

@@ -1,0 +1,39 @@
+"""The honest-SLA benchmark script: a user's own encoder is taken, a missing one refused."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_honest_sla.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_honest_sla", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("encoder, message", [("zzz", "Unknown encoder 'zzz'"),
+                                               ("hf:/nonexistent/encoder", "is not available")])
+def test_a_missing_encoder_is_refused_before_any_stream_runs(bench, capsys, encoder, message):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--encoder", encoder, "--seeds", "1", "--scenarios", "demo"])
+    assert exit_.value.code == 2
+    out = capsys.readouterr()
+    assert message in out.err
+    assert "| demo" not in out.out  # nothing ran
+
+
+def test_the_encoder_named_is_the_one_the_router_reads(bench, capsys, monkeypatch):
+    used = []
+    real = bench.embed_texts
+    monkeypatch.setattr(bench, "embed_texts", lambda texts, spec: used.append(spec) or real(texts, spec))
+    assert bench.main(["--encoder", "hashing:64", "--seeds", "2", "--scenarios", "demo",
+                       "--modes", "contextual", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert used == ["hashing:64"]
+    assert "encoder hashing:64" in out.splitlines()[0]
+    assert "| demo (mixed) | contextual |" in out and "| demo (mixed) + judge | contextual |" in out
