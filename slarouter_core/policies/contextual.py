@@ -252,6 +252,11 @@ class ContextualPolicy(Policy):
         self.ref_x = np.zeros((cfg.window, self.D), np.float32)
         self.ref_c = np.zeros((cfg.window, self.M))
         self.ref_n = 0
+        # each reference row's prediction and the model version that made it (-1: none), so
+        # that a replan predicts only the rows the current model has not seen (derived state,
+        # not checkpointed; a row predicted alone has the same bits as in a batch)
+        self.ref_p = np.zeros((cfg.window, self.M))
+        self.ref_v = np.full(cfg.window, -1, np.int64)
         # how each kept label's model was chosen: 2 without looking at the request
         # (exploration, the overall fallback), 1 by its cluster only, 0 by its text
         self.lab_blind = np.zeros(cfg.max_labels, np.int8)
@@ -477,13 +482,24 @@ class ContextualPolicy(Policy):
                 return float(share @ upper)
         return float(upper.max())
 
+    def reference_predictions(self, n: int) -> np.ndarray:
+        """Predictions for the first ``n`` reference rows, recomputed only for rows the
+        current model has not predicted (before the first fit every label moves the levels,
+        so all rows are recomputed)."""
+        if self.theta is None:
+            return self.predict(self.ref_x[:n])
+        stale = np.flatnonzero(self.ref_v[:n] != self.version)
+        if len(stale):
+            self.ref_p[stale] = self.predict(self.ref_x[stale])
+            self.ref_v[stale] = self.version
+        return self.ref_p[:n]
+
     # -- the rule -----------------------------------------------------------------
     def _replan(self, t: int) -> None:
         cfg = self.config
         self.tau = self.cert.target_rate(cfg.h, cfg.h_min)
         n = min(self.ref_n, cfg.window)
-        P = self.predict(self.ref_x[:n])
-        self.lam = price_for_target(P, self.ref_c[:n], self.tau)
+        self.lam = price_for_target(self.reference_predictions(n), self.ref_c[:n], self.tau)
         if t > cfg.min_labels:
             self.cert.check_risk(self.risk_rate(t), t)
 
@@ -493,11 +509,17 @@ class ContextualPolicy(Policy):
         i = self.ref_n % cfg.window
         self.ref_x[i] = x
         self.ref_c[i] = costs
+        self.ref_v[i] = -1
         self.ref_n += 1
         self.cost_sum += costs
         if t == 1 or t % cfg.replan == 0:
             self._replan(t)
-        p = self.predict(x)[0]
+        if self.theta is not None and self.ref_v[i] == self.version:
+            p = self.ref_p[i].copy()  # predicted by this replan
+        else:
+            p = self.predict(x)[0]
+            if self.theta is not None:
+                self.ref_p[i], self.ref_v[i] = p, self.version
         p_exp = float(exploration_probability(t, cfg.explore_c, 0.5)) if cfg.explore_c > 0 else 0.0
         explore = u_explore < p_exp
         used = p

@@ -158,6 +158,41 @@ def test_whole_chunked_and_per_request_runs_are_identical():
     assert np.array_equal(whole["model"], np.array(models))
 
 
+def test_replans_price_with_the_current_models_predictions_predicting_only_new_rows(monkeypatch):
+    """The reference window's predictions are kept between replans: at every replan they
+    equal, bit for bit, the current model's predictions of the whole window, and between
+    refits a replan predicts only the rows it has not seen."""
+    from slarouter_core.policies.contextual import ContextualPolicy
+
+    data, X = zoo(1500, acc_easy=(0.9, 0.95, 0.97), acc_hard=(0.3, 0.6, 0.9), cost=(1.0, 3.0, 10.0))
+    sim = Simulation(data, X, SimulationConfig(contextual(0.8), seed=3))
+    policy = sim.router.policy
+    rows_predicted, checked = [], []
+    predict = ContextualPolicy.predict
+
+    def counting(self, rows):
+        rows_predicted.append(len(np.atleast_2d(rows)))
+        return predict(self, rows)
+
+    original = ContextualPolicy.reference_predictions
+
+    def checked_replan(self, n):
+        before = len(rows_predicted)
+        got = original(self, n).copy()
+        if self.theta is not None:
+            checked.append((self.version, sum(rows_predicted[before:])))
+        assert np.array_equal(got, predict(self, self.ref_x[:n]))
+        return got
+
+    monkeypatch.setattr(ContextualPolicy, "predict", counting)
+    monkeypatch.setattr(ContextualPolicy, "reference_predictions", checked_replan)
+    sim.run()
+    assert len(checked) > 100
+    # after the first replan of a model version, a replan predicts at most the new rows
+    later = [rows for (v, rows), (v0, _) in zip(checked[1:], checked) if v == v0]
+    assert later and max(later) <= policy.config.replan, max(later)
+
+
 @pytest.mark.parametrize("clusters", [0, 16])
 def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path, clusters):
     data, X = zoo(700, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
