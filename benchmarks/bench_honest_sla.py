@@ -4,6 +4,8 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py                  # 20 seeds, every scenario
     python benchmarks/bench_honest_sla.py --seeds 5 --scenarios demo zoos
     python benchmarks/bench_honest_sla.py --ablate contenders --seeds 40   # one part off (contextual only)
+    python benchmarks/bench_honest_sla.py --first-seed 20 --modes contextual   # a second, independent 20 seeds
+    python benchmarks/bench_honest_sla.py --set c_shared=1 --set c_model=0.1   # your own contextual settings
     python benchmarks/bench_honest_sla.py --encoder hf:PATH --scenarios demo llama   # your own encoder
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
@@ -52,6 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.baselines import static_mixture_lp  # noqa: E402
+from slarouter_core.cli import policy_settings  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
@@ -156,6 +159,9 @@ def break_even(plain: list[dict], judged: list[dict]) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the first stream seed (seeds FIRST to FIRST + SEEDS - 1): --first-seed 20 repeats "
+                         "the test on 20 streams no figure above was drawn from")
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--jobs", type=int, default=2)
@@ -166,19 +172,31 @@ def main(argv=None) -> int:
                     help="the stated rows' stated_weight (labels a stated accuracy is worth; default the policy's)")
     ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
                     help="run the contextual mode only, with this part switched off (docs/IMPROVED.md)")
+    ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                    help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
+                         "values read as JSON where they parse)")
     args = ap.parse_args(argv)
     try:  # a missing encoder is refused before any stream runs
         get_encoder(args.encoder)
     except EncoderUnavailableError as err:
         ap.error(str(err))
     ablation = dict(CONTEXTUAL_SWITCHES[args.ablate]) if args.ablate else {}
-    if args.ablate:
+    try:  # a setting the contextual policy does not take, or a bad value, is refused before any stream runs
+        ablation.update(policy_settings(args.settings))
+        RouterConfig(alpha=0.5, mode="contextual").with_settings(**ablation)
+    except (ValueError, TypeError) as err:
+        ap.error(str(err))
+    if ablation:
         args.modes = ["contextual"]
-        print(f"contextual mode with {args.ablate} off: {ablation}")
-    seeds = list(range(args.seeds))
+        print(f"contextual mode with {args.ablate + ' off' if args.ablate else 'its settings changed'}: {ablation}")
+    if args.first_seed < 0:
+        ap.error("--first-seed must be >= 0")
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.perf_counter()
     encoder = "" if args.encoder == DEFAULT_ENCODER else f", encoder {args.encoder}"
-    print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, defaults only{encoder}")
+    which = f", seeds {seeds[0]}-{seeds[-1]}" if args.first_seed else ""
+    print(f"seeds={args.seeds}{which} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, "
+          f"defaults only{encoder}")
     streams = []
     if "demo" in args.scenarios:
         demo = load_any(ROOT / "data" / "demo.parquet")

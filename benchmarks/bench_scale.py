@@ -5,7 +5,10 @@ requests for each router mode, and prints the ratio (linear: about 4; target <= 
 requests are synthetic (3 models, 64-dim random embeddings whose direction carries the
 outcome, energy-like costs) so that the figure is about the router, not the encoder.
 
-Run: .venv/bin/python benchmarks/bench_scale.py [--sizes 100000 400000] [--modes paper guarded]
+Run: .venv/bin/python benchmarks/bench_scale.py [--sizes 100000 400000] [--modes paper guarded] [--dim 384]
+
+``--dim 384`` gives the requests MiniLM's embedding width (the default 64 keeps the
+figure about the router).
 """
 
 from __future__ import annotations
@@ -41,9 +44,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 400_000])
     ap.add_argument("--modes", nargs="+", default=list(policy_names()), choices=list(policy_names()))
     ap.add_argument("--alpha", type=float, default=0.6)
+    ap.add_argument("--dim", type=int, default=64, help="embedding width of the synthetic requests")
     args = ap.parse_args()
-    print(f"cores: {os.cpu_count()}; load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())}")
-    data, X = synthetic(max(args.sizes))
+    print(f"cores: {os.cpu_count()}; load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())}; "
+          f"embedding width {args.dim}")
+    data, X = synthetic(max(args.sizes), args.dim)
     # warm-up: compile the kernels once so that no timing includes compilation
     small = data.select(None)._subset(np.arange(data.n_requests) < 2000)
     for mode in args.modes:

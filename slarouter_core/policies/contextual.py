@@ -41,8 +41,10 @@ Three parts, each switchable for its ablation (docs/IMPROVED.md, "contextual"):
 Exploration with probability ``min(1, explore_c / sqrt(t))`` keeps labels coming for
 every model still worth one (not shown dearer and not better than another, and, while
 the fallback serves, one that may be the best), least labelled first, so a model written
-off early can come back; dear models are explored at their cost ratio to the cheapest
-model that may carry the SLA alone.
+off as dominated early can come back (one whose upper level fell below the leader's on its
+first thumbs gets no label while the fallback serves, within a window: docs/IMPROVED.md,
+"contenders"); dear models are explored at their cost ratio to the cheapest model that
+may carry the SLA alone.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from ..validation import Bool, Choice, Int, Levels, Range, param
 from .base import LATE_WINDOW, Policy, PolicyConfig, PolicyInfo, PolicyStep
 from .certificate import Certificate
 from .schedule import exploration_probability
-from .text_model import PRICE_CAP, fit_multitask_logistic, kmeans, price_for_target
+from .text_model import PRICE_CAP, fit_multitask_logistic, kmeans, multitask_weights, price_for_target
 
 #: posterior draws per fallback step to estimate each model's probability of being best
 _BEST_DRAWS = 64
@@ -297,11 +299,7 @@ class ContextualPolicy(Policy):
             return
         if cfg.text:
             theta = fit_multitask_logistic(X, m, y, self.M, cfg.c_shared, cfg.c_model, self.theta)
-            D, M = self.D, self.M
-            w = theta[:D]
-            d = theta[D:D + D * M].reshape(M, D) if cfg.c_model > 0 else np.zeros((M, D))
-            self.W = (w[None, :] + d).T.copy()
-            self.b = theta[-M:].copy()
+            self.W, self.b = multitask_weights(theta, self.D, self.M)
         else:  # text-blind ablation: each model's level only
             theta = np.log((self.pos + self.prior_a) / (self.cnt - self.pos + self.prior_b))
             self.W = np.zeros((self.D, self.M))
@@ -425,8 +423,9 @@ class ContextualPolicy(Policy):
         """The model an exploration step labels: the candidate with the fewest request-blind
         labels (ties: by the step's uniform), so that exploration fills in what the fallback
         leaves unlabelled, and a model unlucky on its first labels is not starved by a
-        fallback that stopped choosing it (still blind to the request: unbiased levels).
-        Without pruning (the ablation), uniform over all models. ``level``: :meth:`blind_sd`,
+        fallback that stopped choosing it (still blind to the request: unbiased levels),
+        as long as it may still be the best: while no price reaches the target only such
+        models are candidates, at risk or not (docs/IMPROVED.md, "contenders"). Without pruning (the ablation), uniform over all models. ``level``: :meth:`blind_sd`,
         when the caller has it (one computation per step)."""
         if not self.config.prune:
             return min(int(u * self.M), self.M - 1)

@@ -63,6 +63,22 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
     return res.x
 
 
+def multitask_weights(theta: np.ndarray, dim: int, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(W (D, M), b (M))`` of a :func:`fit_multitask_logistic` fit: model m's logit is
+    ``x . W[:, m] + b[m]`` (a fit without offsets has ``D + M`` parameters)."""
+    D, M = int(dim), int(n_models)
+    w = theta[:D]
+    d = theta[D:D + D * M].reshape(M, D) if len(theta) == D + D * M + M else np.zeros((M, D))
+    return (w[None, :] + d).T.copy(), theta[-M:].copy()
+
+
+def multitask_predictions(theta: np.ndarray, X: np.ndarray, n_models: int) -> np.ndarray:
+    """(n, M) predicted satisfaction of a :func:`fit_multitask_logistic` fit."""
+    X = np.asarray(X, np.float64)
+    W, b = multitask_weights(theta, X.shape[1], n_models)
+    return 1.0 / (1.0 + np.exp(-(X @ W + b)))
+
+
 def kmeans(X: np.ndarray, k: int, seed: int) -> np.ndarray:
     """``k`` centres of ``X`` (scikit-learn's k-means++ start and Lloyd iterations, seeded:
     the same centres for the same inputs, whatever the thread count)."""

@@ -37,3 +37,29 @@ def test_the_encoder_named_is_the_one_the_router_reads(bench, capsys, monkeypatc
     assert used == ["hashing:64"]
     assert "encoder hashing:64" in out.splitlines()[0]
     assert "| demo (mixed) | contextual |" in out and "| demo (mixed) + judge | contextual |" in out
+
+
+def test_first_seed_runs_the_seeds_it_names(bench, capsys, monkeypatch):
+    ran = []
+    real = bench.one_run
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: ran.append(seed)
+                        or real(data, X, mode, alpha, seed, *rest))
+    assert bench.main(["--first-seed", "20", "--seeds", "2", "--scenarios", "demo", "--modes", "contextual",
+                       "--jobs", "1"]) == 0
+    assert sorted(set(ran)) == [20, 21]
+    assert "seeds 20-21" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--set", "no_such_setting=1", "--seeds", "1", "--scenarios", "demo"])
+    assert exit_.value.code == 2
+    assert "unknown router setting 'no_such_setting'" in capsys.readouterr().err
+    seen = []
+    real = bench.one_run
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, fb, cost, settings:
+                        seen.append((mode, settings)) or real(data, X, mode, alpha, seed, fb, cost, settings))
+    assert bench.main(["--set", "c_shared=1", "--set", "delta=0.1", "--seeds", "1", "--scenarios", "demo",
+                       "--jobs", "1"]) == 0
+    assert seen and all(s == ("contextual", {"c_shared": 1, "delta": 0.1}) for s in seen)
+    assert "its settings changed" in capsys.readouterr().out

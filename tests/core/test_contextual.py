@@ -14,7 +14,8 @@ from slarouter_core.baselines import static_mixture_lp
 from slarouter_core.data import from_frame
 from slarouter_core.feedback import FeedbackConfig
 from slarouter_core.policies.contextual import ContextualConfig
-from slarouter_core.policies.text_model import fit_multitask_logistic, price_for_target
+from slarouter_core.policies.text_model import (fit_multitask_logistic, multitask_predictions,
+                                                 multitask_weights, price_for_target)
 from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter
 from slarouter_core.simulator import Simulation, SimulationConfig, simulate
 
@@ -307,6 +308,14 @@ def test_multitask_logistic_gradient_and_fit():
     # warm start from the answer stays at the answer
     again = fit_multitask_logistic(X, m, y, M, c_shared=100.0, c_model=0.01, init=theta)
     assert np.allclose(again, theta, atol=1e-3)
+    # its predictions: each model's probability from the shared direction, its offset and intercept
+    P = multitask_predictions(theta, X, M)
+    truth = 1 / (1 + np.exp(-(X @ w[:, None] + b)))
+    assert P.shape == (n, M) and np.abs(P - truth).mean() < 0.05
+    # a fit without offsets (c_model 0) has D + M parameters: every model shares the direction
+    blind = fit_multitask_logistic(X, m, y, M, c_shared=100.0, c_model=0.0)
+    W, b0 = multitask_weights(blind, D, M)
+    assert len(blind) == D + M and np.array_equal(W[:, 0], W[:, 2]) and np.array_equal(b0, blind[-M:])
 
 
 @settings(max_examples=60, deadline=None)

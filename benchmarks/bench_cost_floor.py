@@ -1,0 +1,170 @@
+"""Where the honest-SLA cost goals sit against what any certified router could pay
+(issue 19; docs/RESULTS.md, "What the cost goals would need").
+
+    python benchmarks/bench_cost_floor.py              # demo and Llama-3, thumbs and judge fill-in
+    python benchmarks/bench_cost_floor.py --seeds 20   # the margin from more runs
+    python benchmarks/bench_cost_floor.py --c-shared 1 # the offline text model regularised more
+
+A router that certifies its SLA window at 95% must end the window with its estimate at
+alpha plus the bound's width (its margin), so on average it delivers about alpha + margin
+(when its estimate is low it pays for more, when high for less, and the two cancel).
+This script measures that margin on the contextual router's own runs (the width of its
+end-of-window bound, with the thumbs alone and with an ACPBench-grade judge on every
+answer) and prices the satisfaction alpha + margin four ways, each a multiple of the
+static mixture at alpha:
+
+* text-blind: the cheapest mix of models, the stream's accuracies known in hindsight
+  (``static_mixture_lp`` at alpha + margin): what a router that learns nothing from the
+  text pays at best;
+* learned text, oracle price: the contextual router's text model (MiniLM, the same
+  multi-task logistic regression) fitted offline on as many labels as a stream gives its
+  router (one in five requests), drawn uniformly over requests and models, and routed at
+  the price whose *true* satisfaction is alpha + margin (or the cheapest time-share of two
+  prices, or of a price and one model for every request): the text's worth with perfect
+  control and free, unbiased labels;
+* known context: each request's accuracy per model known for its context (the demo's
+  lead phrase and topic, Llama-3's benchmark), the per-request LP at alpha + margin;
+* the router: the contextual router's own mean cost over the same runs.
+
+With judge fill-in each row adds one judge call per request at the zoo's cheapest
+model's mean cost (as ``bench_honest_sla.py`` charges it). The goals are issue 19's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from slarouter_core.baselines import oracle_lp, static_mixture_lp  # noqa: E402
+from slarouter_core.data import midpoint_alpha  # noqa: E402
+from slarouter_core.embedding_cache import embed_texts  # noqa: E402
+from slarouter_core.experiments import load_any  # noqa: E402
+from slarouter_core.feedback import FeedbackConfig  # noqa: E402
+from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
+from slarouter_core.policies.contextual import ContextualConfig  # noqa: E402
+from slarouter_core.policies.text_model import fit_multitask_logistic, multitask_predictions  # noqa: E402
+from slarouter_core.router import RouterConfig  # noqa: E402
+from slarouter_core.simulator import SimulationConfig, simulate, single_threaded_blas  # noqa: E402
+from slarouter_core.synthetic import demo_difficulty  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
+#: issue 19's goals (cost / static mixture): thumbs only, with judge fill-in
+GOALS = {"demo (mixed)": (1.1, 1.0), "llama-3, 8 mixed": (1.3, 1.15)}
+
+
+def context_accuracy(solved: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """(N, M): each request's per-model accuracy over the requests of its context."""
+    P = np.zeros(solved.shape)
+    for c in np.unique(context):
+        rows = context == c
+        P[rows] = solved[rows].mean(0)
+    return P
+
+
+def cheapest_at(rate: np.ndarray, cost: np.ndarray, target: float) -> float:
+    """Cheapest mean cost at satisfaction ``target`` over the operating points
+    ``(rate, cost)`` and any time-share of two of them (the lower convex hull); NaN when no
+    point reaches ``target``."""
+    best = np.inf
+    for i in np.flatnonzero(rate >= target):
+        best = min(best, cost[i])
+        for j in np.flatnonzero(rate < target):  # share f of point i, 1 - f of point j
+            f = (target - rate[j]) / (rate[i] - rate[j])
+            best = min(best, f * cost[i] + (1 - f) * cost[j])
+    return float(best) if np.isfinite(best) else float("nan")
+
+
+def routed_cost(P: np.ndarray, solved: np.ndarray, costs: np.ndarray, target: float) -> float:
+    """Cheapest mean cost at true satisfaction (the logged labels) ``target`` of serving each
+    request ``argmin_m cost - lam P`` at some price ``lam``, or a time-share of two prices
+    or of a price and one model for every request (the predictions may rank requests worse
+    than the best model alone)."""
+    rows = np.arange(len(P))
+    scale = costs.mean() / max(float(P.std()), 1e-3)
+    served = [np.argmin(costs - lam * P, axis=1) for lam in scale * np.logspace(-4, 6, 121)]
+    served += [np.full(len(P), m) for m in range(P.shape[1])]
+    rate = np.array([solved[rows, s].mean() for s in served])
+    cost = np.array([costs[rows, s].mean() for s in served])
+    return cheapest_at(rate, cost, target)
+
+
+def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float]:
+    """Mean end-of-window margin (the bound's width over the window) and mean stream cost."""
+    fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
+    margins, costs = [], []
+    for seed in seeds:
+        sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
+                                                 seed=seed, feedback=fb))
+        cert = sim.router.policy.cert
+        margins.append(cert.width(cert.var) / cert.t)
+        costs.append(float(sim.arrays()["cost"].mean()))
+    return float(np.mean(margins)), float(np.mean(costs))
+
+
+def learned_cost(data, X, target: float, c_shared: float, fits: int = 3) -> float:
+    """The text model fitted on one label per five requests, uniform over requests and
+    models, routed at the oracle price (mean over ``fits`` label draws); its offsets are
+    penalised ten times more than the shared direction, as the router's defaults are."""
+    n, M = data.n_requests, data.n_models
+    out = []
+    for k in range(fits):
+        rng = np.random.default_rng(k)
+        rows = rng.choice(n, n // 5, replace=False)
+        models = rng.integers(0, M, len(rows))
+        y = data.solved[rows, models].astype(np.float64)
+        theta = fit_multitask_logistic(X[rows], models, y, M, c_shared, c_shared / 10)
+        out.append(routed_cost(multitask_predictions(theta, X, M), data.solved, data.costs, target))
+    return float(np.mean(out))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=10, help="router runs per stream for its margin and cost")
+    ap.add_argument("--c-shared", type=float, default=ContextualConfig().c_shared,
+                    help="the offline text model's inverse L2 strength (default: the router's own)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    streams = []
+    demo = load_any(ROOT / "data" / "demo.parquet")
+    topic = np.unique(demo.benchmarks, return_inverse=True)[1]
+    streams.append(("demo (mixed)", demo, demo_difficulty(demo.texts) * 100 + topic))
+    if SHARED.exists():
+        full = load_any(SHARED)
+        llama = full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
+        streams.append(("llama-3, 8 mixed", llama, np.unique(llama.benchmarks, return_inverse=True)[1]))
+    else:
+        print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
+    print(f"router runs per stream: {args.seeds} (seeds 0-{args.seeds - 1}), feedback rate 0.2, contextual defaults; "
+          f"offline text model c_shared={args.c_shared:g}\n")
+    print("| stream | feedback | alpha | margin (points) | text-blind | learned text, oracle price | known context "
+          "| router | goal |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, data, context in streams:
+        X = embed_texts(data.texts)
+        alpha = midpoint_alpha(data)
+        mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
+        known = context_accuracy(data.solved.astype(np.float64), context)
+        for judge, goal in zip((False, True), GOALS[name]):
+            with single_threaded_blas():
+                margin, router = router_runs(data, X, alpha, range(args.seeds), judge)
+                learned = learned_cost(data, X, alpha + margin, args.c_shared)
+            target = alpha + margin
+            call = float(data.costs.mean(0).min()) if judge else 0.0  # one judge call per request
+            blind = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), target)[1]
+            context_cost = oracle_lp(known, data.costs, target)[1] / data.n_requests
+            cells = [blind, learned, context_cost, router]
+            print(f"| {name} | {'thumbs + judge' if judge else 'thumbs'} | {100 * alpha:.1f}% | {100 * margin:.2f} | "
+                  + " | ".join(f"{(c + call) / mix:.2f}x" for c in cells) + f" | {goal:.2f}x |", flush=True)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
