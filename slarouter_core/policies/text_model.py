@@ -15,13 +15,17 @@ PRICE_CAP = 1e9
 
 
 def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models: int,
-                           c_shared: float, c_model: float, init: np.ndarray | None = None
-                           ) -> np.ndarray:
+                           c_shared: float, c_model: float, init: np.ndarray | None = None,
+                           prior: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Parameters ``[w (D), d (D*M), b (M)]`` of ``logit_m(x) = x.(w + d_m) + b_m``.
 
     Minimises the summed log loss plus ``|w|^2 / (2 c_shared) + |d|^2 / (2 c_model)``
-    (``c_model`` 0: no offsets); intercepts carry a tiny penalty only to stay finite
-    when a model's labels are all equal. Deterministic for the same inputs.
+    (``c_model`` 0: no offsets). ``prior`` ``(a, b)``: each model's Beta(a_m, b_m) prior on
+    its satisfaction at the labels' mean embedding, as ``a_m`` satisfied and ``b_m``
+    unsatisfied pseudo-labels there. Without it a model whose few labels are all equal
+    gets an intercept that only a tiny penalty keeps finite: 11 thumbs up of 11 predicted
+    satisfaction 1.000 for every request (a model 87% accurate), and the plan trusted it.
+    Deterministic for the same inputs.
     """
     X = np.asarray(X, np.float64)
     n, D = X.shape
@@ -31,6 +35,9 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
     onehot = np.zeros((n, M))
     onehot[np.arange(n), m] = 1.0
     use_d = c_model > 0
+    if prior is not None:
+        pa, pb = (np.asarray(v, np.float64).reshape(M) for v in prior)
+        centre = X.mean(axis=0) if n else np.zeros(D)
 
     def unpack(theta):
         w = theta[:D]
@@ -49,10 +56,17 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
         f = loss.sum() + w @ w / (2 * c_shared) + 1e-4 * (b @ b) / 2
         gw = X.T @ r + w / c_shared
         gb = onehot.T @ r + 1e-4 * b
+        gd = (onehot * r[:, None]).T @ X + d / c_model if use_d else None
+        if prior is not None:  # the pseudo-labels at the centre: a_m satisfied, b_m not
+            zc = centre @ w + b + (d @ centre if use_d else 0.0)
+            rc = (pa + pb) / (1.0 + np.exp(-zc)) - pa
+            f += (pa * np.logaddexp(0.0, -zc) + pb * np.logaddexp(0.0, zc)).sum()
+            gw = gw + centre * rc.sum()
+            gb = gb + rc
+            gd = gd + np.outer(rc, centre) if use_d else None
         parts = [gw]
         if use_d:
             f += (d * d).sum() / (2 * c_model)
-            gd = (onehot * r[:, None]).T @ X + d / c_model
             parts.append(gd.ravel())
         parts.append(gb)
         return f, np.concatenate(parts)

@@ -318,6 +318,66 @@ def test_multitask_logistic_gradient_and_fit():
     assert len(blind) == D + M and np.array_equal(W[:, 0], W[:, 2]) and np.array_equal(b0, blind[-M:])
 
 
+def test_level_prior_keeps_a_model_with_unanimous_labels_from_predicting_certainty():
+    # 11 thumbs up of 11 for model 1, mixed labels for model 0: without a prior model 1's
+    # intercept runs off and it "solves" every request; with Beta(1, 1) pseudo-labels at the
+    # labels' mean embedding it predicts about 12 / 13 there, as the level posterior does
+    rng = np.random.default_rng(3)
+    D, M = 16, 2
+    X = rng.standard_normal((71, D)) / 4
+    m = np.r_[np.zeros(60, np.int64), np.ones(11, np.int64)]
+    y = np.r_[(rng.random(60) < 0.5).astype(float), np.ones(11)]
+    bare = multitask_predictions(fit_multitask_logistic(X, m, y, M, 10.0, 1.0), X, M)
+    prior = (np.ones(M), np.ones(M))
+    theta = fit_multitask_logistic(X, m, y, M, 10.0, 1.0, prior=prior)
+    P = multitask_predictions(theta, X, M)
+    assert bare[:, 1].min() > 0.999
+    at_centre = multitask_predictions(theta, X.mean(0, keepdims=True), M)[0]
+    assert abs(at_centre[1] - 12 / 13) < 0.03 and P[:, 1].max() < 0.99
+    assert abs(at_centre[0] - (y[:60].sum() + 1) / 62) < 0.05
+    # the gradient the fit uses matches the objective (the prior's terms included)
+    rng2 = np.random.default_rng(4)
+    X2, m2 = rng2.standard_normal((40, 3)), rng2.integers(0, 2, 40)
+    y2 = (rng2.random(40) < 0.6).astype(float)
+    a2, b2 = np.array([3.0, 0.5]), np.array([1.0, 2.0])
+    t2 = fit_multitask_logistic(X2, m2, y2, 2, 2.0, 0.5, prior=(a2, b2))
+
+    def objective(theta):
+        W, b = multitask_weights(theta, 3, 2)
+        z = (X2 @ W + b)[np.arange(40), m2]
+        zc = X2.mean(0) @ W + b
+        w, d = theta[:3], theta[3:9].reshape(2, 3)
+        return (np.sum(np.logaddexp(0, z) - y2 * z) + np.sum(a2 * np.logaddexp(0, -zc) + b2 * np.logaddexp(0, zc))
+                + w @ w / 4.0 + (d * d).sum() / 1.0 + 1e-4 * (b @ b) / 2)
+
+    # the fit is the objective's minimum: no small step in any coordinate lowers it
+    f0 = objective(t2)
+    for k in range(len(t2)):
+        for eps in (1e-3, -1e-3):
+            step = t2.copy()
+            step[k] += eps
+            assert objective(step) >= f0 - 1e-7
+
+
+@pytest.mark.parametrize("level_prior", [False, True])
+def test_policy_fits_its_levels_prior_into_the_text_model_when_asked(level_prior):
+    # model 1 answers 20 thumbs up of 20: the bare fit predicts certainty everywhere; with
+    # level_prior the policy's Beta(1, 1) level prior keeps it near 21 / 22
+    r = SLARouter(contextual(0.7, level_prior=level_prior, min_labels=16), 2, 8, seed=0)
+    pol = r.policy
+    rng = np.random.default_rng(0)
+    X = (rng.standard_normal((60, 8)) / 4).astype(np.float32)
+    for i, x in enumerate(X):
+        m = int(i % 3 == 0)
+        pol._learn(m, 0.5, x, 1.0 if m else float(rng.random() < 0.5), 2, 0.5)
+    assert pol.theta is not None
+    p1 = pol.predict(X)[:, 1]
+    if level_prior:
+        assert 0.85 < float(np.median(p1)) < 0.98
+    else:
+        assert p1.min() > 0.999
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(2, 4), st.floats(0.0, 1.0), st.integers(0, 10_000))
 def test_price_reaches_the_target_when_it_can(n, M, tau, seed):
