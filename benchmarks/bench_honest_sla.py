@@ -7,6 +7,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --first-seed 20 --modes contextual   # a second, independent 20 seeds
     python benchmarks/bench_honest_sla.py --set c_shared=1 --set c_model=0.1   # your own contextual settings
     python benchmarks/bench_honest_sla.py --encoder hf:PATH --scenarios demo llama   # your own encoder
+    python benchmarks/bench_honest_sla.py --scenarios llama --modes contextual --misses   # each missed seed
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -114,6 +115,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
     half = data.n_requests / 2
     for m in modes:
         res = [r for (mm, _), r in zip(tasks, out) if mm == m]
+        ran = [s for mm, s in tasks if mm == m]
         sat = np.array([r[0] for r in res])
         lcb = np.array([r[4] for r in res])
         first = [r[5] for r in res]
@@ -127,7 +129,8 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             calls=float(np.mean([r[3] for r in res])), call_cost=call_cost / mix,
             warned=sum(1 for ms, f in zip(missed, first) if ms and f is not None and f < half), missed=int(missed.sum()),
             silent=int((cleared & missed).sum()), cleared=int(cleared.sum()),
-            false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None)))
+            false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None),
+            misses=[(s, r[0], r[1] / mix, r[4], r[5]) for s, r, ms in zip(ran, res, missed) if ms]))
     return rows
 
 
@@ -144,6 +147,19 @@ def print_rows(rows: list[dict]) -> None:
               f"({100 * r['sat_min']:.1f}%) | {lcb} | {r['cost']:.2f}x | {judge} | "
               + (f"{r['warned']}/{r['missed']} | {r['silent']}/{r['cleared']} | {r['false_alarms']} |" if claims
                  else "– | – | – |"), flush=True)
+
+
+def print_misses(rows: list[dict]) -> None:
+    """Each missed seed of the modes that claim a bound: how far short, at what cost, what
+    its own bound said, and when it first warned."""
+    for r in rows:
+        if r["mode"] == "paper" or not r["misses"]:
+            continue
+        print(f"\nmissed seeds, {r['scenario']}, {r['mode']} (alpha {100 * r['alpha']:.1f}%):")
+        for seed, sat, cost, lcb, first in r["misses"]:
+            warned = "never warned" if first is None else f"first warned at request {first}"
+            print(f"  seed {seed}: {100 * sat:.2f}% ({100 * (sat - r['alpha']):+.2f} points) at {cost:.2f}x, "
+                  f"own LCB {100 * lcb:.2f}%, {warned}", flush=True)
 
 
 def break_even(plain: list[dict], judged: list[dict]) -> None:
@@ -172,6 +188,9 @@ def main(argv=None) -> int:
                     help="the stated rows' stated_weight (labels a stated accuracy is worth; default the policy's)")
     ap.add_argument("--ablate", default=None, choices=sorted(CONTEXTUAL_SWITCHES),
                     help="run the contextual mode only, with this part switched off (docs/IMPROVED.md)")
+    ap.add_argument("--misses", action="store_true",
+                    help="after each table, list every missed seed of the modes that claim a bound "
+                         "(satisfaction, cost, own bound, first warning)")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                     help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
                          "values read as JSON where they parse)")
@@ -241,10 +260,14 @@ def main(argv=None) -> int:
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
         print_rows(rows)
+        if args.misses:
+            print_misses(rows)
         plain_rows += rows
         if with_judge:
             jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs, ablation or None)
             print_rows(jrows)
+            if args.misses:
+                print_misses(jrows)
             judge_rows.append((rows, jrows))
     if judge_rows:
         print("\nJudge break-even: the price per call (as a multiple of the static mixture's cost per request) "

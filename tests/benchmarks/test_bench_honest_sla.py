@@ -63,3 +63,19 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
                        "--jobs", "1"]) == 0
     assert seen and all(s == ("contextual", {"c_shared": 1, "delta": 0.1}) for s in seen)
     assert "its settings changed" in capsys.readouterr().out
+
+
+def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
+    # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None), 1: (0.70, 0.5, 0.5, 0.0, 0.66, 40)}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--misses"]) == 0
+    out = capsys.readouterr().out
+    assert "missed seeds, demo (mixed), contextual (alpha 80.0%):" in out
+    line = [l for l in out.splitlines() if l.strip().startswith("seed 1:")]
+    assert len(line) == 2  # without and with the judge
+    assert "70.00% (-10.00 points)" in line[0] and "own LCB 66.00%" in line[0]
+    assert "first warned at request 40" in line[0]
+    assert "seed 0:" not in out

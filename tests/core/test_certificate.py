@@ -211,6 +211,21 @@ def test_with_no_price_reaching_the_target_only_models_that_may_be_best_are_expl
     assert {off.explore_choice(u) for u in us} == {0}
 
 
+def test_a_model_may_be_best_by_its_exact_posterior_not_a_normal_approximation():
+    """One thumbs down is not evidence that a model is worse than a leader at 73%: its
+    Beta(1, 2) posterior's 95% quantile is 0.776 (the normal approximation said 0.721 and
+    wrote it off); four thumbs down of four are (Beta(1, 5): 0.451)."""
+    pol = ContextualPolicy(ContextualConfig(dr_levels=False), alpha=0.7, n_models=3, dim=4, seed=0)
+    pol.blind_pos[:], pol.blind_cnt[:] = [15, 0, 0], [20, 1, 4]  # posterior means 0.727, 0.333, 0.167
+    mean, sd = pol.blind_sd()
+    assert mean[1] + 1.6449 * sd[1] < mean[0]  # what the normal approximation would conclude
+    assert list(pol.may_be_best()) == [True, True, False]
+    pol.cost_sum[:] = [1.0, 1.0, 1.0]
+    pol.ref_n = 1
+    pol.lam = PRICE_CAP
+    assert {pol.explore_choice(u) for u in np.linspace(0.0, 0.999, 50)} == {1}  # least labelled contender
+
+
 def blind_steps(pol: ContextualPolicy, model: int, level: float, n: int, rng, judge: JudgeModel | None,
                 phi: float = 0.2) -> None:
     """``n`` request-blind steps of ``model`` whose answers satisfy with probability ``level``."""
