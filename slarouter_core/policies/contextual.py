@@ -437,8 +437,9 @@ class ContextualPolicy(Policy):
         leaves unlabelled, and a model unlucky on its first labels is not starved by a
         fallback that stopped choosing it (still blind to the request: unbiased levels),
         as long as it may still be the best: while no price reaches the target only such
-        models are candidates, at risk or not (docs/IMPROVED.md, "contenders"). Without pruning (the ablation), uniform over all models. ``level``: :meth:`blind_sd`,
-        when the caller has it (one computation per step)."""
+        models are candidates, at risk or not (docs/IMPROVED.md, "contenders"). Without
+        pruning (the ablation), uniform over all models. ``level``: :meth:`blind_sd`, when
+        the caller has it (one computation per step)."""
         if not self.config.prune:
             return min(int(u * self.M), self.M - 1)
         level = self.blind_sd() if level is None else level
@@ -457,8 +458,9 @@ class ContextualPolicy(Policy):
         its request-blind evidence reaches the best posterior mean. The exact quantile,
         because this test acts on a handful of labels (no ``min_labels`` floor): the normal
         approximation wrote off the best model of an unseen 4-model zoo on 1 thumbs up of 6
-        for the rest of a stream (57.2% against alpha 65.0%), and an 11-model zoo's best on
-        its first thumbs down (docs/RESULTS.md, "Contenders by the exact posterior")."""
+        for the rest of a stream (57.2% against alpha 65.0%), and would write off a model on
+        its first thumbs down against a leader at 73% (docs/RESULTS.md, "Contenders by the
+        exact posterior")."""
         mean, size = self.blind_posterior()
         return beta_dist.ppf(0.95, mean * size, (1.0 - mean) * size) >= mean.max()
 

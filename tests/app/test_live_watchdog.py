@@ -3,6 +3,8 @@ believed running that served nothing for long is said to have stalled and goes o
 
 from __future__ import annotations
 
+import math
+import re
 import time
 
 from slarouter_core.live.watchdog import Progress
@@ -35,10 +37,14 @@ def test_a_started_run_that_served_nothing_for_long_says_so_and_goes_on():
     served = at.session_state.live.t
     assert not any("stalled" in w.value for w in at.warning)
     # the browser's timer sent nothing for a minute (what defect 9 looked like)
-    at.session_state.live_progress = Progress(time.monotonic() - 60, served)
+    before = time.monotonic()
+    at.session_state.live_progress = Progress(before - 60, served)
     at.run()
+    took = time.monotonic() - before  # the rerun's own time adds to the 60 s said (a loaded CI machine)
     said = [w.value for w in at.warning if "stalled" in w.value]
-    assert len(said) == 1 and "served nothing for 60 s" in said[0] and "Pause" in said[0]
+    assert len(said) == 1 and "Pause" in said[0]
+    quiet = re.search(r"served nothing for (\d+) s", said[0])
+    assert quiet and 60 <= int(quiet.group(1)) <= 60 + math.ceil(took)
     assert at.session_state.live_running and at.session_state.live.t == served + 100  # it goes on
     at.run()  # said once, not on every rerun
     assert not any("stalled" in w.value for w in at.warning)

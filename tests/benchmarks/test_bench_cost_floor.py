@@ -1,21 +1,16 @@
 """The cost-floor benchmark's arithmetic: time-shares, context accuracies, oracle-priced routing."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cost_floor.py"
+from ._scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def floor():
-    spec = importlib.util.spec_from_file_location("bench_cost_floor", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_cost_floor")
 
 
 def test_cheapest_point_at_a_rate_is_on_the_lower_convex_hull(floor):

@@ -1,19 +1,13 @@
 """The honest-SLA benchmark script: a user's own encoder is taken, a missing one refused."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_honest_sla.py"
+from ._scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_honest_sla", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_honest_sla")
 
 
 @pytest.mark.parametrize("encoder, message", [("zzz", "Unknown encoder 'zzz'"),
