@@ -18,7 +18,9 @@ static mixture at alpha:
   text pays at best;
 * learned text, oracle price: the contextual router's text model (MiniLM, the same
   multi-task logistic regression) fitted offline on as many labels as a stream gives its
-  router (one in five requests), drawn uniformly over requests and models, and routed at
+  router (one in five requests; with the judge, every request: the judge's verdicts on
+  the answers without thumbs, each at its calibrated value, as the router learns from
+  them), drawn uniformly over requests and models, and routed at
   the price whose *true* satisfaction is alpha + margin (or the cheapest time-share of two
   prices, or of a price and one model for every request): the text's worth with perfect
   control and free, unbiased labels;
@@ -108,17 +110,23 @@ def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float
     return float(np.mean(margins)), float(np.mean(costs))
 
 
-def learned_cost(data, X, target: float, c_shared: float, fits: int = 3) -> float:
-    """The text model fitted on one label per five requests, uniform over requests and
-    models, routed at the oracle price (mean over ``fits`` label draws); its offsets are
-    penalised ten times more than the shared direction, as the router's defaults are."""
+def learned_cost(data, X, target: float, c_shared: float, judge: bool, fits: int = 3) -> float:
+    """The text model fitted on one label per five requests (with a judge: one per request,
+    the rest the judge's verdicts as the router learns them, each its calibrated value
+    ``P(y = 1 | verdict)`` in hindsight), uniform over requests and models, routed at the
+    oracle price (mean over ``fits`` label draws); its offsets are penalised ten times more
+    than the shared direction, as the router's defaults are."""
     n, M = data.n_requests, data.n_models
     out = []
     for k in range(fits):
         rng = np.random.default_rng(k)
-        rows = rng.choice(n, n // 5, replace=False)
+        rows = rng.permutation(n) if judge else rng.choice(n, n // 5, replace=False)
         models = rng.integers(0, M, len(rows))
         y = data.solved[rows, models].astype(np.float64)
+        if judge:  # thumbs on a fifth, the calibrated verdict on the rest
+            verdict = JUDGE_PRESETS["acpbench"].corrupt(y.astype(np.int8), rng)
+            calib = np.array([y[verdict == v].mean() if np.any(verdict == v) else 0.5 for v in (0, 1)])
+            y = np.where(np.arange(len(rows)) < n // 5, y, calib[verdict])
         theta = fit_multitask_logistic(X[rows], models, y, M, c_shared, c_shared / 10)
         out.append(routed_cost(multitask_predictions(theta, X, M), data.solved, data.costs, target))
     return float(np.mean(out))
@@ -154,7 +162,7 @@ def main(argv=None) -> int:
         for judge, goal in zip((False, True), GOALS[name]):
             with single_threaded_blas():
                 margin, router = router_runs(data, X, alpha, range(args.seeds), judge)
-                learned = learned_cost(data, X, alpha + margin, args.c_shared)
+                learned = learned_cost(data, X, alpha + margin, args.c_shared, judge)
             target = alpha + margin
             call = float(data.costs.mean(0).min()) if judge else 0.0  # one judge call per request
             blind = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), target)[1]

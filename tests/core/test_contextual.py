@@ -378,6 +378,71 @@ def test_policy_fits_its_levels_prior_into_the_text_model_when_asked(level_prior
         assert p1.min() > 0.999
 
 
+# -- an LLM judge's verdicts teach the text model (judge_labels) ---------------------------------
+def _judged_run(judge_labels: bool, judge_fill: bool = True, seed: int = 1):
+    from slarouter_core.judge import ACPBENCH_JUDGE
+
+    data, X = zoo(1500, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=2)
+    fb = FeedbackConfig(judge_fill=ACPBENCH_JUDGE if judge_fill else None)
+    sim = Simulation(data, X, SimulationConfig(contextual(0.85, judge_labels=judge_labels), seed=seed,
+                                               feedback=fb, feedback_rate=0.2))
+    return sim, X
+
+
+def test_judged_answers_teach_the_text_model_from_enough_calibration_pairs_on():
+    """With a judge reading every answer and thumbs on a fifth of them, the text model learns from
+    the calibrated verdicts on the unrated answers too, but only from the
+    ``JUDGE_LABEL_PAIRS``-th calibration pair on: it then tells the cheap model's easy
+    requests from its hard ones far better than the thumbs alone teach it."""
+    from slarouter_core.policies.contextual import JUDGE_LABEL_PAIRS
+
+    sim, X = _judged_run(True)
+    pol = sim.router.policy
+    for _ in range(900):  # one step at a time: nothing learned from the judge before enough pairs
+        before = pol.cert.pairs_n
+        taken = pol.n_judge_labels
+        sim.step(1)
+        if before < JUDGE_LABEL_PAIRS:
+            assert pol.n_judge_labels == taken
+    assert pol.n_judge_labels > 200 and pol.lab_n == pol.n_feedback + pol.n_judge_labels
+    _, _, y, _ = pol.labels()
+    assert np.any((y > 0) & (y < 1))  # soft labels: calibrated verdicts, not raw 0/1
+    off, _ = _judged_run(False)
+    off.step(900)
+    assert off.router.policy.n_judge_labels == 0 and off.router.policy.lab_n == off.router.policy.n_feedback
+    truth = np.where(X[:, 0] > 0, 0.15, 0.9)  # the cheap model 0 on each request (hard, easy)
+
+    def error(sim):
+        return float(np.abs(sim.router.policy.predict(X)[:, 0] - truth).mean())
+
+    errors = {True: [error(sim)], False: [error(off)]}
+    for seed in (2, 3):  # 0.36x-0.71x of the error by seed: compared over three
+        for on in (True, False):
+            other, _ = _judged_run(on, seed=seed)
+            other.step(900)
+            errors[on].append(error(other))
+    assert np.mean(errors[True]) < 0.75 * np.mean(errors[False]), errors
+
+
+def test_judge_labels_change_nothing_without_a_judge():
+    a, _ = _judged_run(True, judge_fill=False)
+    b, _ = _judged_run(False, judge_fill=False)
+    a.step(500)
+    b.step(500)
+    for k in ("model", "s_used", "q"):
+        assert np.array_equal(a.arrays()[k], b.arrays()[k])
+
+
+def test_a_checkpoint_keeps_the_judge_labels_count(tmp_path):
+    sim, X = _judged_run(True)
+    sim.step(400)
+    r = sim.router
+    assert r.policy.n_judge_labels > 0
+    b = SLARouter.load(r.save(tmp_path / "j.safetensors"))
+    assert b.policy.n_judge_labels == r.policy.n_judge_labels
+    assert b.policy.next_fit == r.policy.next_fit and b.policy.lab_n == r.policy.lab_n
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(2, 4), st.floats(0.0, 1.0), st.integers(0, 10_000))
 def test_price_reaches_the_target_when_it_can(n, M, tau, seed):
