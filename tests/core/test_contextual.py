@@ -424,6 +424,33 @@ def test_judged_answers_teach_the_text_model_from_enough_calibration_pairs_on():
     assert np.mean(errors[True]) < 0.75 * np.mean(errors[False]), errors
 
 
+def test_a_verdict_that_arrives_after_the_reply_teaches_the_text_model_once():
+    """The service's order: the step is observed without thumbs, the judge's verdict comes
+    later (``judge_verdict``); it becomes a soft label once the calibration has its pairs,
+    and a second verdict for the same answer is not learned again."""
+    from slarouter_core.policies.contextual import JUDGE_LABEL_PAIRS
+
+    data, X = zoo(600, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=4)
+    r = SLARouter(contextual(0.85), data.n_models, X.shape[1], seed=0)
+    pol = r.policy
+    late = []
+    for i in range(600):
+        d = r.decide(X[i], data.costs[i])
+        y = int(data.solved[i, d.model])
+        if i % 2 == 0:  # thumbs, with the judge's verdict on the same answer: a calibration pair
+            r.observe(d, y, judge=y)
+        else:
+            r.observe(d, None)
+            pairs, taken = pol.cert.pairs_n, pol.n_judge_labels
+            r.judge_verdict(d.t, y)
+            assert pol.n_judge_labels == taken + (pairs >= JUDGE_LABEL_PAIRS)
+            late.append(d.t)
+    assert pol.n_judge_labels > 200
+    taken = pol.n_judge_labels
+    r.judge_verdict(late[-1], 1)  # judged already: nothing new
+    assert pol.n_judge_labels == taken
+
+
 def test_judge_labels_change_nothing_without_a_judge():
     a, _ = _judged_run(True, judge_fill=False)
     b, _ = _judged_run(False, judge_fill=False)
