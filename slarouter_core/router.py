@@ -135,6 +135,8 @@ class Decision:
     v: float
     alpha: float
     escalated: bool = False
+    #: the contextual fallback's cheapest repayment of a shortfall, not the lowest score
+    repaid: bool = False
     #: the served model's satisfaction estimate as the policy's queue counts it
     shat_served: float = math.nan
 
@@ -276,7 +278,7 @@ class SLARouter:
         step = self.policy.choose(x, c, t, float(u_explore), float(u_choice))
         decision = Decision(t=t, model=step.model, explored=step.explored, p_explore=step.p_explore,
                             shat=step.shat, costs=c, q=step.q, v=step.v, alpha=self.config.alpha,
-                            escalated=step.escalated, shat_served=step.shat_served)
+                            escalated=step.escalated, shat_served=step.shat_served, repaid=step.repaid)
         self._pending = (decision, step, x)
         return decision
 

@@ -278,12 +278,15 @@ class HandSession:
 
     @staticmethod
     def why(req: HandRequest) -> str:
-        """How the served model was picked: explored, escalated by the guard, or lowest score."""
+        """How the served model was picked: explored, escalated by the guard, the contextual
+        fallback's cheapest repayment of a shortfall, or lowest score."""
         d = req.decision
         if d.explored:
             return "explored"
         if getattr(d, "escalated", False):
             return "escalated (guard)"
+        if getattr(d, "repaid", False):
+            return "cheapest repayment (fallback)"
         return "lowest score"
 
     def logged_outcome(self, req: HandRequest) -> str:

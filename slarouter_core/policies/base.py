@@ -52,6 +52,9 @@ class PolicyStep:
     blind: bool = False
     escalated: bool = False  # guarded mode: the guard overrode the rule's choice
     by_cluster: bool = False
+    #: contextual mode: its fallback served the model that repays a shortfall at least cost,
+    #: not the lowest score (the best level: ``ContextualConfig.repay_cost``)
+    repaid: bool = False
 
 
 @dataclass

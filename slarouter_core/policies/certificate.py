@@ -217,6 +217,16 @@ class Certificate:
         share = min(1.0, self.t / (self.bank * self.window))
         return self.alpha * self.t + share * self.final_margin() - self.dr
 
+    def repay_rates(self) -> tuple[float, float] | None:
+        """Window mode: ``(path, need)``, the path's rate now and the rate the rest of the
+        window must average to end on the path's end (the path's rate plus the shortfall
+        spread over the remaining requests); None in anytime mode (no end to repay by)."""
+        if self.guarantee != "window":
+            return None
+        banking = self.t < self.bank * self.window
+        path = self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
+        return path, path + max(self.shortfall(), 0.0) / max(self.remaining(), 1)
+
     def target_rate(self, h: float, h_min: float) -> float:
         """Satisfaction rate the next requests must reach: the path's rate plus the
         shortfall repaid over ``max(h_min, h t)`` requests (never beyond the window). In

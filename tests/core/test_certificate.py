@@ -127,11 +127,76 @@ def test_the_at_risk_rate_is_the_fallbacks_own_mix_once_its_models_are_known():
     assert upper.min() + 0.001 < rate < upper.max() - 0.001
     pol, upper = policy([475, 250], [500, 500])  # committed to model 0
     assert pol.risk_rate(100) == pytest.approx(upper[0])
-    pol, upper = policy([425, 8], [500, 10])  # model 1 may be best on 10 labels: still learning
+    # model 1 may be best on 10 labels: the fallback that serves the best is still learning
+    pol, upper = policy([425, 8], [500, 10], repay_cost=False)
     assert pol.risk_rate(100) == pytest.approx(upper.max())
+    # the fallback that repays at least cost serves model 0, sure to repay: its rate
+    pol, upper = policy([425, 8], [500, 10])
+    assert pol.risk_rate(100) == pytest.approx(upper[0])
     pol, upper = policy([425, 420], [500, 500], fallback="level")  # not a sampling fallback
     assert pol.risk_rate(100) == pytest.approx(upper.max())
     assert policy([425, 420], [500, 500])[0].risk_rate(100) == rate  # the same draws for the same step
+
+
+def _run_at(cert: Certificate, rate: float, n: int) -> None:
+    """``n`` steps predicted and satisfied at ``rate`` (tenths), thumbs on every fifth."""
+    ys = [1.0] * round(10 * rate) + [0.0] * (10 - round(10 * rate))
+    for i in range(n):
+        cert.account(rate, None, ys[(i // 5) % 10] if i % 5 == 0 else None)
+
+
+def _behind(n_steps: int, window: int, levels, counts, costs, **kw) -> ContextualPolicy:
+    """A policy ``n_steps`` into a window of ``window`` requests whose estimate ran at 70%
+    against alpha 80% (a shortfall), with each model's request-blind labels at ``levels``."""
+    pol = ContextualPolicy(ContextualConfig(dr_levels=False, sla_window=window, **kw), alpha=0.8,
+                           n_models=len(levels), dim=4, seed=0)
+    _run_at(pol.cert, 0.7, n_steps)
+    cnt = np.asarray(counts, float)
+    pol.blind_cnt[:], pol.blind_pos[:] = cnt, np.round(np.asarray(levels) * cnt)
+    pol.pos[:], pol.cnt[:] = pol.blind_pos, pol.blind_cnt
+    pol.cost_sum[:], pol.ref_n = np.asarray(costs, float) * 100, 100
+    return pol
+
+
+def _served(pol: ContextualPolicy, t: int = 208) -> PolicyStep:
+    """The model served at step ``t`` (a replan step, not explored); it must be capped."""
+    costs = pol.cost_sum / pol.ref_n
+    step = pol.choose(np.zeros(4, np.float32), costs, t, 0.999, 0.5)
+    assert pol.lam >= PRICE_CAP and not step.explored
+    return step
+
+
+def test_the_fallback_repays_a_shortfall_with_the_model_cheapest_per_point():
+    """Behind its path with no price reaching the target: of the models sure to repay by
+    the window's end, the one that costs least per point above the path's rate (a 90%
+    model at 1 before a 95% one at 10), flagged as not the lowest score; the best model
+    where the cheap one is not sure (too few labels) or cannot repay in time, and always
+    without ``repay_cost``."""
+    levels, costs = [0.3, 0.9, 0.95], [0.1, 1.0, 10.0]
+    step = _served(_behind(200, 10_000, levels, [500, 1000, 1000], costs))
+    assert step.model == 1 and step.repaid
+    assert int(np.argmax(step.shat)) == 2  # the scores' lowest is the best level
+    assert _served(_behind(200, 10_000, levels, [500, 1000, 1000], costs, repay_cost=False)).model == 2
+    thin = _behind(200, 10_000, [0.3, 0.8, 0.95], [500, 5, 1000], costs)  # 4 of 5: not sure
+    assert _served(thin).model == 2
+    late = _behind(900, 1_000, levels, [500, 1000, 1000], costs)  # 90 requests short, 100 left
+    path, need = late.cert.repay_rates()
+    assert need > 0.9
+    assert _served(late).model == 2
+
+
+def test_repay_rates_are_the_paths_rate_and_the_rate_that_ends_the_window_on_it():
+    """``need`` spreads the shortfall over the rest of the window; ahead of the path it is the
+    path's rate; anytime mode has no window end to repay by."""
+    cert = Certificate(0.8, 0.05, "window", 1000)
+    _run_at(cert, 0.7, 200)  # below alpha: a shortfall
+    path, need = cert.repay_rates()
+    assert path == pytest.approx(0.8 + cert.final_margin() / 1000)
+    assert need == pytest.approx(path + cert.shortfall() / 800) and need > path + 0.02
+    ahead = Certificate(0.8, 0.05, "window", 1000)
+    _run_at(ahead, 0.9, 200)
+    assert ahead.shortfall() < 0 and ahead.repay_rates()[1] == ahead.repay_rates()[0]
+    assert Certificate(0.8, 0.05, "anytime", 1000).repay_rates() is None
 
 
 def test_a_written_off_model_comes_back_as_sla_windows_pass():

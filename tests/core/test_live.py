@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from slarouter_core.embedding_cache import embed_texts
 from slarouter_core.live import (BELIEF_KINDS, DataSpec, HandRouters, HandSession, LazyEncoder, LiveRun, RunSettings,
                                  belief_series, describe_reset, display_scale, settings_change,
                                  settings_from_query, settings_json, settings_to_query, zoo_table)
+from slarouter_core.router import Decision
 from slarouter_core.simulator import Simulation, simulate
 from tests.conftest import make_frame
 
@@ -304,6 +307,16 @@ def test_why_names_the_guard_escalation(small):
     assert "escalated (guard)" in seen
     paper = HandSession(data, emb, RunSettings(mode="paper", alpha=0.75))
     assert "predictor after" not in paper.explanation(paper.next_from_stream()).columns
+
+
+def test_why_names_the_contextual_fallbacks_cheapest_repayment():
+    """The contextual fallback may serve a cheaper model than its scores' lowest (the
+    model that repays a shortfall at least cost): the page says so, not "lowest score"."""
+    d = Decision(t=9, model=0, explored=False, p_explore=0.0, shat=np.array([0.9, 0.95]),
+                 costs=np.array([1.0, 10.0]), q=1e9, v=1.0, alpha=0.8, repaid=True)
+    assert int(np.argmin(d.scores)) == 1
+    assert HandSession.why(SimpleNamespace(decision=d)) == "cheapest repayment (fallback)"
+    assert HandSession.why(SimpleNamespace(decision=replace(d, repaid=False))) == "lowest score"
 
 
 # -- settings changed from a widget ------------------------------------------------------------
