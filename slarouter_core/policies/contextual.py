@@ -671,10 +671,9 @@ class ContextualPolicy(Policy):
             self.blind_n[step.model] += 1
             self.blind_s[step.model] += s
         if feedback is None:
-            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code, g, judge)
+            slot = self._learn_judged(step.model, x, g) if judge is not None else None
+            self.pending[step.t] = (step.model, p, np.asarray(x, np.float32), code, g, judge, slot)
             self.trim_pending(LATE_WINDOW)
-            if judge is not None:
-                self._learn_judged(step.model, x, g)
         else:
             self._learn(step.model, p, x, float(feedback), code, g)
         return s
@@ -699,11 +698,11 @@ class ContextualPolicy(Policy):
         rec = self.pending.pop(int(t), None)
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback (already given, or too old)")
-        m, p, x, code, g, judge = rec
+        m, p, x, code, g, judge, slot = rec
         ds = self.cert.late_thumbs(p, g, judge, float(feedback))
         if code == 2:
             self.blind_s[m] += ds
-        self._learn(m, p, x, float(feedback), code, g)
+        self._learn(m, p, x, float(feedback), code, g, slot)
 
     def late_judge(self, t: int, verdict: float) -> None:
         """The judge's verdict on step ``t``'s answer, after the step was accounted without
@@ -711,46 +710,55 @@ class ContextualPolicy(Policy):
         rec = self.pending.get(int(t))
         if rec is None:
             raise KeyError(f"no step {t} awaiting feedback")
-        m, p, x, code, g, judge = rec
+        m, p, x, code, g, judge, _ = rec
         if judge is None:
             g_new = self.cert.late_judge(p, g, float(verdict))
             if code == 2:
                 self.blind_s[m] += g_new - g
-            self.pending[int(t)] = (m, p, x, code, g_new, float(verdict))
-            self._learn_judged(m, x, g_new)
+            slot = self._learn_judged(m, x, g_new)
+            self.pending[int(t)] = (m, p, x, code, g_new, float(verdict), slot)
 
     def trim_pending(self, keep: int) -> None:
         """Forget the oldest pending steps beyond ``keep`` (O(1) per step)."""
         while len(self.pending) > keep:
             self.pending.popitem(last=False)
 
-    def _learn_judged(self, m: int, x: np.ndarray, g: float) -> None:
+    def _learn_judged(self, m: int, x: np.ndarray, g: float) -> int | None:
         """The text model learns from a judged answer without thumbs: its calibrated verdict
         ``g`` (``P(y = 1 | verdict, prediction)``, fitted on the thumbs) as a soft label.
         Not before ``JUDGE_LABEL_PAIRS`` calibration pairs (a raw verdict is biased, and
         ``g`` without a calibration is the prediction itself), and only the text model: the
         levels, the estimate and its bound count the verdict their own way (doubly robust,
         the thumbs as the rectifier), so a biased judge can cost money, never the bound.
-        Thumbs that arrive later for the same answer are learned as well (a service's
-        late thumbs; the step then counts twice in the fit, once softly)."""
+        Returns the label's slot in the ring (None: not learned), so that thumbs arriving
+        later for the same answer (a service's late thumbs) take its place instead of
+        counting the answer twice."""
         if not self.config.judge_labels or self.cert.calib is None or self.cert.pairs_n < JUDGE_LABEL_PAIRS:
-            return
+            return None
         self.n_judge_labels += 1
+        slot = self.lab_n
         self._keep_label(m, x, g, 0)
+        return slot
 
-    def _keep_label(self, m: int, x: np.ndarray, y: float, code: int) -> None:
-        """A label into the ring the text model is fitted on; refit when due."""
+    def _keep_label(self, m: int, x: np.ndarray, y: float, code: int, slot: int | None = None) -> None:
+        """A label into the ring the text model is fitted on (into ``slot``, where the judge's
+        soft label of the same answer is still kept); refit when due."""
         cfg = self.config
-        i = self.lab_n % cfg.max_labels
+        if slot is not None and self.lab_n - slot <= cfg.max_labels:
+            i = slot % cfg.max_labels  # the thumbs replace the verdict: one label per answer
+            self.n_judge_labels -= 1
+        else:
+            i = self.lab_n % cfg.max_labels
+            self.lab_n += 1
         self.lab_x[i], self.lab_m[i], self.lab_y[i] = x, m, y
         self.lab_blind[i] = code
-        self.lab_n += 1
         if self.n_feedback + self.n_judge_labels >= self.next_fit:
             self._refit()
             self._recluster()
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
 
-    def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int, g: float) -> None:
+    def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int, g: float,
+               slot: int | None = None) -> None:
         self.n_feedback += 1
         if code == 2:
             self.blind_pos[m] += y
@@ -762,7 +770,7 @@ class ContextualPolicy(Policy):
             self.cell_cnt[k, m] += 1
         self.pos[m] += y
         self.cnt[m] += 1
-        self._keep_label(m, x, y, code)
+        self._keep_label(m, x, y, code, slot)
 
     # -- checkpoints ----------------------------------------------------------------
     _SCALARS = ("n_feedback", "version", "next_fit", "ref_n", "lam", "tau", "t")
@@ -778,7 +786,10 @@ class ContextualPolicy(Policy):
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {k: repr(float(getattr(self, k))) for k in self._SCALARS + self._SCALARS_LATER}
         meta["fitted"] = self.theta is not None
-        meta["pending"] = [[t, m, repr(p), b, repr(g), j] for t, (m, p, _, b, g, j) in self.pending.items()]
+        # a soft label's slot as its place among the kept labels, oldest first (how they load)
+        first = self.lab_n - min(self.lab_n, self.config.max_labels)
+        meta["pending"] = [[t, m, repr(p), b, repr(g), j, None if slot is None or slot < first else slot - first]
+                           for t, (m, p, _, b, g, j, slot) in self.pending.items()]
         cert_meta, cert_arrays = self.cert.state_dict()
         meta["certificate"] = cert_meta
         arrays = {f"contextual.{k}": np.ascontiguousarray(getattr(self, k)) for k in self._ARRAYS + self._BLIND_DR}
@@ -839,9 +850,19 @@ class ContextualPolicy(Policy):
         px = np.array(arrays["contextual.pending_x"], np.float32)
         self.pending = OrderedDict(
             (int(r[0]), (int(r[1]), float(r[2]), px[i], _blindness(r[3]), float(r[4]),
-                         None if r[5] is None else float(r[5])))
+                         None if r[5] is None else float(r[5]), _label_slot(r[6:], self.lab_n)))
             for i, r in enumerate(meta["pending"]))
         self.cert.load_state(meta["certificate"], arrays)
+
+
+def _label_slot(rest: list, lab_n: int) -> int | None:
+    """A pending step's soft-label slot from a checkpoint (absent before it was kept: none)."""
+    if not rest or rest[0] is None:
+        return None
+    slot = rest[0]
+    if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < lab_n:
+        raise ValueError(f"contextual pending step label slot {slot!r} is not one of the {lab_n} labels kept")
+    return slot
 
 
 def _blindness(b: Any) -> int:

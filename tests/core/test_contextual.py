@@ -451,6 +451,62 @@ def test_a_verdict_that_arrives_after_the_reply_teaches_the_text_model_once():
     assert pol.n_judge_labels == taken
 
 
+def _served_with_late_verdicts(n: int = 400, **kw):
+    """A router in the service's order: half the answers rated at once with the judge's
+    verdict (calibration pairs), the other half observed without thumbs and judged later."""
+    data, X = zoo(n, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=4)
+    r = SLARouter(contextual(0.85, **kw), data.n_models, X.shape[1], seed=0)
+    judged = []
+    for i in range(n):
+        d = r.decide(X[i], data.costs[i])
+        y = int(data.solved[i, d.model])
+        if i % 2 == 0:
+            r.observe(d, y, judge=y)
+        else:
+            r.observe(d, None)
+            r.judge_verdict(d.t, y)
+            judged.append((d.t, y))
+    return r, judged
+
+
+def test_late_thumbs_take_the_place_of_the_judges_soft_label():
+    """Thumbs that arrive after the judge's verdict was learned replace its soft label in
+    the text model's labels: one label per answer, the thumbs' value, counted as thumbs."""
+    r, judged = _served_with_late_verdicts()
+    pol = r.policy
+    t, y = judged[-1]
+    slot = pol.pending[t][6]
+    assert slot is not None and pol.lab_y[slot] not in (0.0, 1.0)  # a soft label
+    kept, soft, thumbs = pol.lab_n, pol.n_judge_labels, pol.n_feedback
+    r.late_feedback(t, 1 - y)
+    assert pol.lab_n == kept and pol.lab_y[slot] == 1 - y
+    assert pol.n_judge_labels == soft - 1 and pol.n_feedback == thumbs + 1
+    t0, y0 = judged[0]  # judged before the calibration had its pairs: no soft label to replace
+    assert pol.pending[t0][6] is None
+    r.late_feedback(t0, y0)
+    assert pol.lab_n == kept + 1 and pol.lab_y[(kept) % pol.config.max_labels] == y0
+
+
+@pytest.mark.parametrize("max_labels", [20_000, 64])
+def test_a_checkpoint_keeps_where_a_pending_soft_label_is(tmp_path, max_labels):
+    """The slot survives a save and load (the ring is stored oldest first, so a ring that
+    wrapped loads in another order), and late thumbs then replace the same label in both
+    routers, bit for bit; a soft label the ring has dropped is not replaced."""
+    r, judged = _served_with_late_verdicts(max_labels=max_labels)
+    assert (r.policy.lab_n > max_labels) == (max_labels == 64)
+    b = SLARouter.load(r.save(tmp_path / "late.safetensors"))
+    t, y = judged[-1]
+    assert b.policy.pending[t][6] is not None
+    for router in (r, b):
+        router.late_feedback(t, 1 - y)
+    for a, c in zip(r.policy.labels(), b.policy.labels()):
+        assert np.array_equal(a, c)
+    if max_labels == 64:
+        old = next(tt for tt, _ in judged if r.policy.pending.get(tt, (None,) * 7)[6] is not None
+                   and r.policy.lab_n - r.policy.pending[tt][6] > max_labels)
+        assert b.policy.pending[old][6] is None  # dropped from the ring: stored as none
+
+
 def test_judge_labels_change_nothing_without_a_judge():
     a, _ = _judged_run(True, judge_fill=False)
     b, _ = _judged_run(False, judge_fill=False)
