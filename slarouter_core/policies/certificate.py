@@ -223,9 +223,14 @@ class Certificate:
         spread over the remaining requests); None in anytime mode (no end to repay by)."""
         if self.guarantee != "window":
             return None
-        banking = self.t < self.bank * self.window
-        path = self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
+        path = self.path_rate()
         return path, path + max(self.shortfall(), 0.0) / max(self.remaining(), 1)
+
+    def path_rate(self) -> float:
+        """Window mode: the path's rate now, alpha plus the final margin's pro-rata share
+        while it is being banked."""
+        banking = self.t < self.bank * self.window
+        return self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
 
     def target_rate(self, h: float, h_min: float) -> float:
         """Satisfaction rate the next requests must reach: the path's rate plus the
@@ -237,8 +242,7 @@ class Certificate:
         shortfall = self.shortfall()
         if self.guarantee == "window":
             horizon = min(horizon, max(self.remaining(), 1))
-            banking = self.t < self.bank * self.window
-            base = self.alpha + (self.final_margin() / (self.bank * self.window) if banking else 0.0)
+            base = self.path_rate()
             if shortfall < 0:
                 # a surplus may be noise: only what the bound is sure of is spent, and
                 # over the rest of the window (a deficit is repaid at once)

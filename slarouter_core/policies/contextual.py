@@ -500,18 +500,16 @@ class ContextualPolicy(Policy):
         its labels there)."""
         if self.ref_n == 0:
             return 1.0
-        cost = self.cost_sum / self.ref_n
+        cost = self.mean_cost()
         mean, sd = self.blind_sd() if level is None else level
         enough = mean + _Z95 * sd >= self.alpha
         ref = float(cost[enough].min()) if enough.any() else float(cost.max())
         return 1.0 if cost[m] <= ref or ref <= 0 else float(ref / cost[m])
 
-    def best_draws(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(mean, draws, best)``: each model's posterior level, ``_BEST_DRAWS`` posterior
-        draws of every level, and each model's share of the draws in which it is best."""
-        mean, size = self.blind_posterior()
-        draws = rng.beta(mean * size, (1.0 - mean) * size, size=(_BEST_DRAWS, self.M))
-        return mean, draws, np.bincount(np.argmax(draws, axis=1), minlength=self.M) / _BEST_DRAWS
+    def mean_cost(self) -> np.ndarray:
+        """Each model's mean cost over the requests seen (not a request's own: a choice that
+        reads it is no longer blind to the request)."""
+        return self.cost_sum / max(self.ref_n, 1)
 
     def fallback_picks(self, levels: np.ndarray, repay: tuple[float, np.ndarray] | None) -> np.ndarray:
         """The model the Thompson fallback serves at each row of ``levels`` (k, M): the best;
@@ -524,34 +522,34 @@ class ContextualPolicy(Policy):
         if repay is None:
             return best
         path, sure = repay
-        cost = self.cost_sum / max(self.ref_n, 1)
+        cost = self.mean_cost()
         ok = (levels > path) & sure[None, :]
         per_point = np.where(ok, cost[None, :] / np.maximum(levels - path, 1e-12), np.inf)
         # equal prices per point (free models): the better level
         tied = ok & (per_point == per_point.min(axis=1, keepdims=True))
         return np.where(ok.any(axis=1), np.argmax(np.where(tied, levels, -np.inf), axis=1), best)
 
-    def thompson_shares(self, rng: np.random.Generator
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None, tuple[float, np.ndarray] | None]:
-        """``(mean, draws, share, committed, repay)`` of the Thompson fallback: each model's
-        posterior level, ``_BEST_DRAWS`` draws of the levels, the share of the draws at
-        which it serves each model, the model it commits to (None while it samples), and
-        the ``repay`` argument of :meth:`fallback_picks`. With ``repay_cost``, a model is
-        sure to repay when its level beats the rate the rest of the window needs
-        (:meth:`.Certificate.repay_rates`) in a share ``commit`` of the draws: one
-        eligible on a single lucky draw served a model just below that rate whenever its
-        draw was high (Llama-3 on seeds 20-39: 12 of 20 met, 17 with this rule; development
-        runs)."""
+    def thompson_shares(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+        """``(mean, draws, share, served, committed)`` of the Thompson fallback: each
+        model's posterior level, ``_BEST_DRAWS`` draws of the levels (``rng``), the share of
+        the draws at which it serves each model, the model it serves this step (at the
+        posterior means once one model has a share ``commit``, else at the first draw), and
+        whether it committed. With ``repay_cost``, a model is sure to repay when its level
+        beats the rate the rest of the window needs (:meth:`.Certificate.repay_rates`) in
+        a share ``commit`` of the draws: one eligible on a single lucky draw served a model
+        just below that rate whenever its draw was high (Llama-3 on seeds 20-39: 12 of 20
+        met, 17 with this rule; development runs)."""
         cfg = self.config
-        mean, draws, best = self.best_draws(rng)
+        mean, size = self.blind_posterior()
+        draws = rng.beta(mean * size, (1.0 - mean) * size, size=(_BEST_DRAWS, self.M))
         rates = self.cert.repay_rates() if cfg.repay_cost else None
         repay = None if rates is None else (rates[0], (draws > rates[1]).mean(axis=0) >= cfg.commit)
-        if repay is not None:
-            best = np.bincount(self.fallback_picks(draws, repay), minlength=self.M) / _BEST_DRAWS
-        if best.max() >= cfg.commit:
+        picks = self.fallback_picks(draws, repay)
+        share = np.bincount(picks, minlength=self.M) / _BEST_DRAWS
+        if share.max() >= cfg.commit:
             m = int(self.fallback_picks(mean, repay)[0])
-            return mean, draws, np.eye(self.M)[m], m, repay
-        return mean, draws, best, None, repay
+            return mean, draws, np.eye(self.M)[m], m, True
+        return mean, draws, share, int(picks[0]), False
 
     def risk_rate(self, t: int) -> float:
         """The satisfaction rate the rest of the window can reach at best, for the at-risk
@@ -618,13 +616,11 @@ class ContextualPolicy(Policy):
         if capped:  # no price reaches the target: serve the best model, and find it
             if cfg.fallback == "thompson":  # one model for every request, by posterior sampling
                 rng = np.random.Generator(np.random.PCG64([self.seed, t]))  # tied to the step
-                mean, draws, _, fb, repay = self.thompson_shares(rng)
+                mean, draws, _, served, committed = self.thompson_shares(rng)
                 # commit to the model that is probably best; sample while it is unclear
-                base = mean if fb is not None else draws[0]
-                if not cfg.repay_cost:
-                    fb = None  # the levels decide (the ablation: the same bits as before the setting)
-                elif fb is None:
-                    fb = int(self.fallback_picks(base, repay)[0])
+                base = mean if committed else draws[0]
+                # without repay_cost the levels decide (the ablation: the same bits as before it)
+                fb = served if cfg.repay_cost else None
                 if self.centers is not None:  # a cluster where another model is surely better
                     cm, cs = self.cell_posterior(int(self.cluster_of(x)[0]))
                     cd = rng.beta(cm * cs, (1.0 - cm) * cs, size=(_BEST_DRAWS, self.M))

@@ -424,49 +424,45 @@ def test_judged_answers_teach_the_text_model_from_enough_calibration_pairs_on():
     assert np.mean(errors[True]) < 0.75 * np.mean(errors[False]), errors
 
 
-def test_a_verdict_that_arrives_after_the_reply_teaches_the_text_model_once():
-    """The service's order: the step is observed without thumbs, the judge's verdict comes
-    later (``judge_verdict``); it becomes a soft label once the calibration has its pairs,
-    and a second verdict for the same answer is not learned again."""
-    from slarouter_core.policies.contextual import JUDGE_LABEL_PAIRS
-
-    data, X = zoo(600, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=4)
-    r = SLARouter(contextual(0.85), data.n_models, X.shape[1], seed=0)
+def _served_with_late_verdicts(n: int = 400, check=None, **kw):
+    """A router in the service's order: half the answers rated at once with the judge's
+    verdict (calibration pairs), the other half observed without thumbs and judged later
+    (``check(policy, pairs, soft)`` after each such verdict, with the calibration pairs
+    and soft labels before it)."""
+    data, X = zoo(n, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=4)
+    r = SLARouter(contextual(0.85, **kw), data.n_models, X.shape[1], seed=0)
     pol = r.policy
-    late = []
-    for i in range(600):
+    judged = []
+    for i in range(n):
         d = r.decide(X[i], data.costs[i])
         y = int(data.solved[i, d.model])
         if i % 2 == 0:  # thumbs, with the judge's verdict on the same answer: a calibration pair
             r.observe(d, y, judge=y)
         else:
             r.observe(d, None)
-            pairs, taken = pol.cert.pairs_n, pol.n_judge_labels
+            pairs, soft = pol.cert.pairs_n, pol.n_judge_labels
             r.judge_verdict(d.t, y)
-            assert pol.n_judge_labels == taken + (pairs >= JUDGE_LABEL_PAIRS)
-            late.append(d.t)
-    assert pol.n_judge_labels > 200
-    taken = pol.n_judge_labels
-    r.judge_verdict(late[-1], 1)  # judged already: nothing new
-    assert pol.n_judge_labels == taken
-
-
-def _served_with_late_verdicts(n: int = 400, **kw):
-    """A router in the service's order: half the answers rated at once with the judge's
-    verdict (calibration pairs), the other half observed without thumbs and judged later."""
-    data, X = zoo(n, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=4)
-    r = SLARouter(contextual(0.85, **kw), data.n_models, X.shape[1], seed=0)
-    judged = []
-    for i in range(n):
-        d = r.decide(X[i], data.costs[i])
-        y = int(data.solved[i, d.model])
-        if i % 2 == 0:
-            r.observe(d, y, judge=y)
-        else:
-            r.observe(d, None)
-            r.judge_verdict(d.t, y)
+            if check is not None:
+                check(pol, pairs, soft)
             judged.append((d.t, y))
     return r, judged
+
+
+def test_a_verdict_that_arrives_after_the_reply_teaches_the_text_model_once():
+    """The service's order: the step is observed without thumbs, the judge's verdict comes
+    later (``judge_verdict``); it becomes a soft label once the calibration has its pairs,
+    and a second verdict for the same answer is not learned again."""
+    from slarouter_core.policies.contextual import JUDGE_LABEL_PAIRS
+
+    def check(pol, pairs, taken):
+        assert pol.n_judge_labels == taken + (pairs >= JUDGE_LABEL_PAIRS)
+
+    r, judged = _served_with_late_verdicts(600, check)
+    pol = r.policy
+    assert pol.n_judge_labels > 200
+    taken = pol.n_judge_labels
+    r.judge_verdict(judged[-1][0], 1)  # judged already: nothing new
+    assert pol.n_judge_labels == taken
 
 
 def test_late_thumbs_take_the_place_of_the_judges_soft_label():
