@@ -230,6 +230,19 @@ class SLARouter:
         """Whether every label reaches the policy's satisfaction model (see :meth:`teach`)."""
         return bool(self.policy.learns_from_every_label)
 
+    def defer_refits(self, on: bool = True) -> None:
+        """Due refits of the satisfaction model wait for :meth:`take_refit` (a service runs
+        them on a worker thread, outside its lock); see :meth:`.Policy.defer_refits`."""
+        self.policy.defer_refits(on)
+
+    def take_refit(self):
+        """The refit that is due, as a job whose ``run()`` may go to any thread (None: none);
+        its result goes back through :meth:`apply_refit`."""
+        return self.policy.take_refit()
+
+    def apply_refit(self, job, result) -> None:
+        self.policy.apply_refit(job, result)
+
     @property
     def model_version(self) -> int:
         """Bumped whenever the satisfaction model changes (a training step or a refit)."""

@@ -22,7 +22,7 @@ import math
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields, is_dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 
@@ -206,6 +206,27 @@ class Policy(ABC):
                   draws: Callable[[int, int], np.ndarray]) -> BlockTrace:
         """Batched serving (only where ``BLOCK_PATH``; the router serves per request otherwise)."""
         raise NotImplementedError
+
+    # -- refits out of the request path (a service) -------------------------------------
+    def defer_refits(self, on: bool = True) -> None:
+        """Let a due refit of the satisfaction model wait for :meth:`take_refit` instead
+        of running inside the call that made it due (a policy without a costly refit
+        ignores this)."""
+
+    def take_refit(self) -> "RefitJob | None":
+        """The refit that is due, as a job to run on any thread (None: none due)."""
+        return None
+
+    def apply_refit(self, job: "RefitJob", result: Any) -> None:
+        """Install what ``job.run()`` returned."""
+        raise ValueError(f"policy {type(self).__name__} has no refit to apply")
+
+
+class RefitJob(Protocol):
+    """A refit taken out of the request path: it holds copies of what the fit reads, so
+    ``run()`` is pure (same inputs, same result, on any thread)."""
+
+    def run(self) -> Any: ...
 
 
 #: steps kept open for late feedback, per router (older ones are forgotten, oldest first)

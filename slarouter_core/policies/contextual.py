@@ -285,6 +285,8 @@ class ContextualPolicy(Policy):
         self.b = np.zeros(self.M)
         self.version = 0
         self.next_fit = cfg.min_labels
+        self.deferred = False  # see defer_refits
+        self.refit_due = False
         # the newest ``max_labels`` labels, a ring buffer (``lab_n`` labels written so far)
         self.lab_x = np.zeros((cfg.max_labels, self.D), np.float32)
         self.lab_m = np.zeros(cfg.max_labels, np.int64)
@@ -331,21 +333,56 @@ class ContextualPolicy(Policy):
         order = np.roll(np.arange(cap), -(self.lab_n % cap))
         return self.lab_x[order], self.lab_m[order], self.lab_y[order], self.lab_blind[order]
 
+    def _kept(self, ring: np.ndarray) -> np.ndarray:
+        """A copy of a label ring's kept rows, oldest first (one copy: a refit job takes it
+        under the service's lock)."""
+        cap = self.config.max_labels
+        if self.lab_n <= cap:
+            return ring[:self.lab_n].copy()
+        i = self.lab_n % cap
+        return np.concatenate([ring[i:], ring[:i]])
+
     def _refit(self) -> None:
-        cfg = self.config
-        X, m, y, _ = self.labels()
-        if y.min() == y.max():  # one class only: keep the levels
+        self._install(self.refit_job().run())
+
+    def refit_job(self) -> "TextRefit":
+        """The refit of the text model on the labels kept now (copies: it may run on
+        another thread while labels keep coming)."""
+        X, m, y = (self._kept(a) for a in (self.lab_x, self.lab_m, self.lab_y))
+        return TextRefit(self.config, self.M, X, m, y,
+                         None if self.theta is None else self.theta.copy(),
+                         (self.prior_a.copy(), self.prior_b.copy()), self.pos.copy(), self.cnt.copy())
+
+    def _install(self, theta: np.ndarray | None) -> None:
+        if theta is None:  # one class only: keep the levels
             return
-        if cfg.text:
-            theta = fit_multitask_logistic(X, m, y, self.M, cfg.c_shared, cfg.c_model, self.theta,
-                                           prior=(self.prior_a, self.prior_b) if cfg.level_prior else None)
+        if self.config.text:
             self.W, self.b = multitask_weights(theta, self.D, self.M)
         else:  # text-blind ablation: each model's level only
-            theta = np.log((self.pos + self.prior_a) / (self.cnt - self.pos + self.prior_b))
             self.W = np.zeros((self.D, self.M))
             self.b = theta.copy()
         self.theta = theta
         self.version += 1
+
+    # -- refits out of the request path (a service) -------------------------------
+    def defer_refits(self, on: bool = True) -> None:
+        """A due refit waits for :meth:`take_refit` (a service runs it on a worker thread:
+        a warm refit on a full ring of 20,000 labels takes seconds, which every request
+        would otherwise wait for under the service's lock). The policy serves on its
+        current text model meanwhile. A simulation refits in place (the same decisions
+        as before, bit for bit)."""
+        self.deferred = bool(on)
+
+    def take_refit(self) -> "TextRefit | None":
+        if not self.refit_due:
+            return None
+        self.refit_due = False
+        return self.refit_job()
+
+    def apply_refit(self, job: "TextRefit", result: np.ndarray | None) -> None:
+        """Install a deferred refit's result (and recluster, as an in-place refit does)."""
+        self._install(result)
+        self._recluster()
 
     def cluster_of(self, X: np.ndarray) -> np.ndarray:
         X = np.atleast_2d(np.asarray(X, np.float32))
@@ -749,8 +786,11 @@ class ContextualPolicy(Policy):
         self.lab_x[i], self.lab_m[i], self.lab_y[i] = x, m, y
         self.lab_blind[i] = code
         if self.n_feedback + self.n_judge_labels >= self.next_fit:
-            self._refit()
-            self._recluster()
+            if self.deferred:
+                self.refit_due = True  # taken by take_refit (a service's worker)
+            else:
+                self._refit()
+                self._recluster()
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
 
     def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int, g: float,
@@ -771,7 +811,7 @@ class ContextualPolicy(Policy):
     # -- checkpoints ----------------------------------------------------------------
     _SCALARS = ("n_feedback", "version", "next_fit", "ref_n", "lam", "tau", "t")
     #: added later: a checkpoint without them starts them at zero
-    _SCALARS_LATER = ("n_judge_labels",)
+    _SCALARS_LATER = ("n_judge_labels", "refit_due")
     _ARRAYS = ("pos", "cnt", "blind_pos", "blind_cnt", "W", "b", "ref_x", "ref_c", "cost_sum")
     #: added later: a checkpoint without them starts them at zero (thumbs-only levels until
     #: enough request-blind steps are seen again)
@@ -849,6 +889,33 @@ class ContextualPolicy(Policy):
                          None if r[5] is None else float(r[5]), _label_slot(r[6:], self.lab_n)))
             for i, r in enumerate(meta["pending"]))
         self.cert.load_state(meta["certificate"], arrays)
+
+
+@dataclass(frozen=True, eq=False)
+class TextRefit:
+    """One refit of the contextual policy's text model (:class:`.base.RefitJob`): the
+    labels and the warm start as they were when it was taken."""
+
+    config: ContextualConfig
+    n_models: int
+    X: np.ndarray
+    m: np.ndarray
+    y: np.ndarray
+    init: np.ndarray | None
+    prior: tuple[np.ndarray, np.ndarray]
+    pos: np.ndarray
+    cnt: np.ndarray
+
+    def run(self) -> np.ndarray | None:
+        """The new parameters (None: the labels are all of one class; keep the levels)."""
+        cfg, M = self.config, self.n_models
+        if len(self.y) == 0 or self.y.min() == self.y.max():
+            return None
+        if cfg.text:
+            return fit_multitask_logistic(self.X, self.m, self.y, M, cfg.c_shared, cfg.c_model, self.init,
+                                          prior=self.prior if cfg.level_prior else None)
+        a, b = self.prior
+        return np.log((self.pos + a) / (self.cnt - self.pos + b))
 
 
 def _label_slot(rest: list, lab_n: int) -> int | None:

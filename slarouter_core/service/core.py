@@ -4,7 +4,10 @@ checkpoints and journal replay in :mod:`.persistence`, the small records in :mod
 The router is not thread-safe: :meth:`RoutingService.route` runs ``decide`` and
 ``observe(decision, None)`` together under one lock (so a decision is never pending
 outside it) and the backend call happens after the lock is released. Thumbs that arrive
-later go to :meth:`SLARouter.late_feedback` under the same lock. The service keeps its own
+later go to :meth:`SLARouter.late_feedback` under the same lock. A refit of the router's
+text model that falls due runs on a worker thread outside the lock (the router serves on
+its current model meanwhile), journaled where it was taken and where it was installed, so
+a replay installs it at the same point. The service keeps its own
 map request id -> router step ``t`` (saved as JSON next to the router's safetensors
 checkpoint), so feedback can find its step after a restart.
 
@@ -47,7 +50,7 @@ from ..validation import Checked, Choice, Int, Range, param
 from .journal import JOURNAL_FILE, Journal
 from .persistence import Persistence
 from .records import (CHARS_PER_TOKEN, MAX_EMBED_BATCH, Z90, Breaker, FeedbackError, ModelStats, Ticket, b64_vector,
-                      clean_usage, embeddable, wilson_lower)
+                      clean_usage, embeddable, run_refit, wilson_lower)
 from .onnx_encoder import RUNTIMES, service_encoder
 from .zoo import Zoo
 
@@ -110,6 +113,12 @@ class RoutingService(Persistence):
         self._embed_queue: queue.SimpleQueue = queue.SimpleQueue()
         self._embed_thread: threading.Thread | None = None
         self._io_lock = threading.Lock()      # one checkpoint writer at a time
+        #: the text model's refits run on a worker thread, one at a time, outside the lock
+        #: (a warm refit on a full label ring takes seconds); a checkpoint waits for one
+        self._refit_idle = threading.Condition(self._lock)
+        self._refit_busy = False
+        self._refit_id = 0
+        self.refits = {"done": 0, "failed": 0, "last_s": None}
         #: chats between arrival and their embedding (the worker waits for them to batch)
         self.incoming = 0
         M = len(zoo)
@@ -142,6 +151,9 @@ class RoutingService(Persistence):
             except BaseException:  # a refused start leaves the state folder as it found it
                 self.journal.close()
                 raise
+        self.router.defer_refits(True)
+        with self._lock:
+            self._start_refit()
 
     def router_config(self) -> RouterConfig:
         """The command line's router, with the zoo's stated accuracies as its prior where
@@ -426,6 +438,7 @@ class RoutingService(Persistence):
                                          "(too old, or lost in a restart): feedback not used") from None
             self._log("feedback", ev)
             who = self._apply_feedback(ev, rec)
+            self._start_refit()
             return {"request_id": request_id, "accepted": True, "t": t,
                     "model": self.zoo.names[who], "q": float(self.router.decision_queue())}
 
@@ -468,6 +481,43 @@ class RoutingService(Persistence):
             ev = {"rid": ticket.request_id, "t": ticket.t, "verdict": verdict, "cost": float(cost)}
             self._log("judge", ev)
             self._apply_judge(ev)
+            self._start_refit()
+
+    # -- refits -----------------------------------------------------------------------
+    def _start_refit(self) -> None:
+        """Under ``self._lock``: hand the refit that is due (if any, and none is running) to
+        a worker thread. Requests are served on the current text model meanwhile; the
+        journal records where the refit was taken and where it was installed, so a replay
+        installs it at the same point (the same decisions)."""
+        if self._refit_busy:
+            return  # the next one is taken when this one is installed
+        job = self.router.take_refit()
+        if job is None:
+            return
+        self._refit_id += 1
+        self._log("refit", {"id": self._refit_id})
+        self._refit_busy = True
+        threading.Thread(target=self._refit_worker, args=(self._refit_id, job), name="slarouter-refit",
+                         daemon=True).start()
+
+    def _refit_worker(self, rid: int, job) -> None:
+        t0 = time.perf_counter()
+        result, failed = run_refit(job)
+        with self._lock:
+            try:
+                self._log("refit_done", {"id": rid})
+                self.router.apply_refit(job, result)
+                self.refits["failed" if failed else "done"] += 1
+                self.refits["last_s"] = time.perf_counter() - t0
+            finally:  # never leave a checkpoint waiting for a refit that ended
+                self._refit_busy = False
+                self._refit_idle.notify_all()
+            self._start_refit()
+
+    def wait_refits(self, timeout: float | None = None) -> bool:
+        """Wait until no refit is running (True) or ``timeout`` seconds passed (False)."""
+        with self._lock:
+            return self._refit_idle.wait_for(lambda: not self._refit_busy, timeout)
 
     def _apply_judge(self, ev: dict) -> None:
         self.judge["calls"] += 1
@@ -531,6 +581,7 @@ class RoutingService(Persistence):
                 "sla": r.sla_status(),
                 "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},
                 "timings_ms": _timings(self.timings),
+                "refits": {**self.refits, "running": self._refit_busy},
                 "restored": self.restored, "replayed_events": self.replayed,
                 "kept_settings": list(self.kept_settings),
                 "uptime_s": time.time() - self.started_at,

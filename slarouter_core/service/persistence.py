@@ -18,7 +18,7 @@ import numpy as np
 
 from ..router import RouterConfig, SLARouter
 from .journal import private_file
-from .records import ModelStats, no_json_constant, unb64_vector
+from .records import ModelStats, no_json_constant, run_refit, unb64_vector
 
 log = logging.getLogger("slarouter.service")
 #: the router checkpoint of an old ledger that does not name its file
@@ -40,6 +40,9 @@ class Persistence:
         d.mkdir(parents=True, exist_ok=True)
         with self._io_lock:
             with self._lock:
+                # a refit taken before the checkpoint is installed before it (the journal's
+                # events after the checkpoint then never install one taken before it)
+                self._refit_idle.wait_for(lambda: not self._refit_busy)
                 seq = self.journal.last_seq() if self.journal is not None else 0
                 router_name = f"router-{seq:012d}-{uuid.uuid4().hex[:8]}.safetensors"
                 tmp_router = d / f".{router_name}.tmp"
@@ -144,11 +147,30 @@ class Persistence:
         return int(doc.get("journal_seq", 0))
 
     def _replay(self, seq: int) -> int:
-        """Apply the journal's events after ``seq`` (what the last checkpoint misses)."""
+        """Apply the journal's events after ``seq`` (what the last checkpoint misses).
+
+        Refits: where the journal says a refit was taken (``refit``), the same job is run
+        here, and installed where it says it was (``refit_done``), so later decisions see
+        the text model they saw. A journal without refit events (none fell due, or an
+        older version's, which refitted in place) is replayed with refits in place."""
         n = 0
         if self.journal is not None:
+            deferred = any(kind in ("refit", "refit_done") for _, kind, _ in self.journal.after(seq))
+            self.router.defer_refits(deferred)
+            held: dict[int, tuple] = {}
             for _, kind, ev in self.journal.after(seq):
                 n += 1
+                if kind == "refit":
+                    job = self.router.take_refit()
+                    self._refit_id = max(self._refit_id, int(ev["id"]))
+                    if job is not None:
+                        held[int(ev["id"])] = (job, run_refit(job)[0])
+                    continue
+                if kind == "refit_done":
+                    done = held.pop(int(ev["id"]), None)
+                    if done is not None:
+                        self.router.apply_refit(*done)
+                    continue
                 if kind == "route":
                     d = self.router.decide(unb64_vector(ev["x"]), np.asarray(ev["costs"], np.float64))
                     self.router.observe(d, None)
@@ -172,6 +194,9 @@ class Persistence:
                         self._apply_feedback(ev, rec)
                 elif kind == "judge":
                     self._apply_judge(ev)
+            for rid, done in held.items():  # running when the service stopped: installed now
+                self._log("refit_done", {"id": rid})
+                self.router.apply_refit(*done)
         for rec in self.requests.values():
             if rec[3] == "routing":  # in flight when the service stopped: nothing was served
                 rec[3] = "failed"

@@ -1,16 +1,19 @@
 """The routing service's small records and checks: tickets, per-model statistics, circuit
 breakers, backend usage and prompt cleaning, the Wilson bound, the embedding's journal
-encoding, and the refusal of JSON's NaN/Infinity constants."""
+encoding, the refusal of JSON's NaN/Infinity constants, and a refit job's run."""
 
 from __future__ import annotations
 
 import base64
+import logging
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger("slarouter.service")
 
 #: characters per token for the prompt-size estimate used in the cost of a decision
 CHARS_PER_TOKEN = 4.0
@@ -117,3 +120,13 @@ def b64_vector(x: np.ndarray) -> str:
 
 def unb64_vector(s: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(s), np.float32).copy()
+
+
+def run_refit(job) -> tuple[Any, bool]:
+    """``(job.run(), False)``; an exception is logged and gives ``(None, True)``: nothing is
+    installed (the same on a replay, which runs the same job on the same labels)."""
+    try:
+        return job.run(), False
+    except Exception:  # a numerical failure must not take the service down
+        log.exception("text model refit failed; serving on the current one")
+        return None, True

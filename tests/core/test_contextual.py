@@ -228,6 +228,117 @@ def test_checkpoint_resumes_bit_for_bit_with_pending_late_feedback(tmp_path, clu
         assert np.array_equal(a.policy.cell_cnt, b.policy.cell_cnt)
 
 
+# -- refits out of the request path (a service's worker runs them) ---------------------------
+def _serve_deferred(r: SLARouter, data, X, rows, install_after: int, log: list) -> list:
+    """Serve ``rows`` with every verdict late; a due refit is taken at once and installed
+    ``install_after`` requests later (0: at once). Returns the jobs taken."""
+    jobs, waiting = [], []
+    for i in rows:
+        d = r.decide(X[i], data.costs[i])
+        r.observe(d, None)
+        log.append(d.model)
+        waiting = [(k - 1, job, res) for k, job, res in waiting]
+        for _, job, res in [w for w in waiting if w[0] <= 0]:
+            r.apply_refit(job, res)
+        waiting = [w for w in waiting if w[0] > 0]
+        if i % 2 == 0:
+            r.late_feedback(d.t, int(data.solved[i, d.model]))
+            job = r.take_refit()
+            if job is not None:
+                jobs.append(job)
+                if install_after == 0:
+                    r.apply_refit(job, job.run())
+                else:
+                    waiting.append((install_after, job, job.run()))
+    return jobs
+
+
+def _serve_until_refit_due(r: SLARouter, data, X) -> int:
+    """Serve with thumbs on every request until a refit is due; returns the next row."""
+    k = 0
+    while not r.policy.refit_due:
+        d = r.decide(X[k], data.costs[k])
+        r.observe(d, int(data.solved[k, d.model]))
+        k += 1
+    return k
+
+
+def test_a_deferred_refit_installed_at_once_decides_as_a_refit_in_place():
+    data, X = zoo(600, acc_easy=(0.9, 0.95, 0.97), acc_hard=(0.3, 0.6, 0.9), cost=(1.0, 3.0, 10.0))
+    cfg = contextual(0.8)
+    inplace, deferred = (SLARouter(cfg, data.n_models, X.shape[1], seed=3) for _ in range(2))
+    deferred.defer_refits(True)
+    log_a: list[int] = []
+    log_b: list[int] = []
+    assert _serve_deferred(inplace, data, X, range(600), 0, log_a) == []  # nothing deferred
+    jobs = _serve_deferred(deferred, data, X, range(600), 0, log_b)
+    assert len(jobs) >= 5 and deferred.model_version == inplace.model_version >= 5
+    assert log_a == log_b
+    assert np.array_equal(inplace.policy.W, deferred.policy.W) and np.array_equal(inplace.policy.b, deferred.policy.b)
+
+
+def test_a_deferred_refit_waits_for_its_installation():
+    """Labels keep coming while a refit runs elsewhere: the policy serves on its current
+    text model until the result is installed, and the job's labels are a copy."""
+    data, X = zoo(600, acc_easy=(0.9, 0.95, 0.97), acc_hard=(0.3, 0.6, 0.9), cost=(1.0, 3.0, 10.0))
+    r = SLARouter(contextual(0.8), data.n_models, X.shape[1], seed=3)
+    r.defer_refits(True)
+    i = _serve_until_refit_due(r, data, X)
+    job = r.take_refit()
+    assert job is not None and r.take_refit() is None and not r.policy.refit_due
+    n_labels = len(job.y)
+    version, W = r.model_version, r.policy.W.copy()
+    for k in range(i, i + 40):  # more labels, no installation
+        d = r.decide(X[k], data.costs[k])
+        r.observe(d, int(data.solved[k, d.model]))
+    assert r.model_version == version and np.array_equal(r.policy.W, W)
+    assert len(job.y) == n_labels < r.policy.lab_n
+    r.apply_refit(job, job.run())
+    assert r.model_version == version + 1 and not np.array_equal(r.policy.W, W)
+
+
+def test_a_refit_installed_later_changes_the_decisions_only_from_there():
+    data, X = zoo(600, acc_easy=(0.9, 0.95, 0.97), acc_hard=(0.3, 0.6, 0.9), cost=(1.0, 3.0, 10.0))
+    logs = []
+    for later in (0, 25):
+        r = SLARouter(contextual(0.8), data.n_models, X.shape[1], seed=3)
+        r.defer_refits(True)
+        log: list[int] = []
+        _serve_deferred(r, data, X, range(600), later, log)
+        logs.append(log)
+    # the first refit is due at the 16th thumbs (every other request): the same until then
+    assert logs[0] != logs[1] and logs[0][:32] == logs[1][:32]
+
+
+@pytest.mark.parametrize("max_labels", [16, 10_000])
+def test_a_refit_job_holds_the_kept_labels_oldest_first(max_labels):
+    data, X = zoo(300, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    r = SLARouter(contextual(0.8, max_labels=max_labels), data.n_models, X.shape[1], seed=3)
+    r.defer_refits(True)
+    for k in range(40):
+        d = r.decide(X[k], data.costs[k])
+        r.observe(d, int(data.solved[k, d.model]))
+    job = r.take_refit()
+    Xk, mk, yk, _ = r.policy.labels()
+    assert len(job.y) == min(40, max_labels)
+    assert np.array_equal(job.X, Xk) and np.array_equal(job.m, mk) and np.array_equal(job.y, yk)
+    Xk = Xk.copy()
+    r.policy.lab_x[:] = 0  # the job's labels are its own
+    assert np.array_equal(job.X, Xk) and np.abs(job.X).sum() > 0
+
+
+def test_a_checkpoint_keeps_a_due_refit(tmp_path):
+    data, X = zoo(300, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    r = SLARouter(contextual(0.8), data.n_models, X.shape[1], seed=3)
+    r.defer_refits(True)
+    _serve_until_refit_due(r, data, X)
+    back = SLARouter.load(r.save(tmp_path / "due.safetensors"))
+    back.defer_refits(True)
+    a, b = r.take_refit(), back.take_refit()
+    assert a is not None and b is not None
+    assert np.array_equal(a.run(), b.run())
+
+
 def test_checkpoint_with_non_finite_state_does_not_load(tmp_path):
     import json
 

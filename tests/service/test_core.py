@@ -301,3 +301,128 @@ def test_service_settings_are_checked_on_construction():
         ServiceConfig(alpha=0.8, mode="contextual", settings={"sla_window": -5})
     with pytest.raises(ValueError, match="plain JSON"):
         ServiceConfig(alpha=0.8, mode="paper", settings={"predictor": PaperConfig().predictor})
+
+
+# -- the text model's refits run on a worker thread, outside the lock ------------------------
+class Gate:
+    """Holds every contextual refit until released (``TextRefit.run`` waits on it)."""
+
+    def __init__(self, monkeypatch):
+        from slarouter_core.policies.contextual import TextRefit
+
+        self.open = threading.Event()
+        self.started = threading.Event()
+        run = TextRefit.run
+
+        def gated(job):
+            self.started.set()
+            assert self.open.wait(20), "the test never released the refit"
+            return run(job)
+
+        monkeypatch.setattr(TextRefit, "run", gated)
+
+
+def _contextual_service(state_dir=None) -> RoutingService:
+    return RoutingService(zoo(), ServiceConfig(alpha=0.8, mode="contextual", state_dir=state_dir,
+                                               settings={"min_labels": 4}), encoder=HashingEncoder(16))
+
+
+def _serve(svc: RoutingService, n: int, start: int = 0) -> list:
+    """``n`` answered requests, thumbs on every other one (both verdicts)."""
+    out = []
+    for i in range(start, start + n):
+        tk = svc.route(f"question {i} " + "w " * (i % 7))
+        svc.complete(tk, tk.model, {"prompt_tokens": 10, "completion_tokens": 20})
+        if i % 2 == 0:
+            svc.feedback(tk.request_id, i % 4 == 0)
+        out.append(tk)
+    return out
+
+
+def test_requests_are_served_while_the_text_model_refits(monkeypatch):
+    """A refit that takes long (seconds on a full label ring) holds no request: routing
+    and thumbs go on with the current text model, and the new one is installed when done."""
+    gate = Gate(monkeypatch)
+    svc = _contextual_service()
+    _serve(svc, 8)  # 4 thumbs: the first refit is due and handed to the worker
+    assert gate.started.wait(10) and svc.state()["refits"]["running"] is True
+    version = svc.router.model_version
+    t0 = time.perf_counter()
+    _serve(svc, 30, start=8)  # served while the refit is held
+    assert time.perf_counter() - t0 < 5.0
+    assert svc.router.model_version == version and svc.router.t == 38
+    gate.open.set()
+    assert svc.wait_refits(20)
+    st = svc.state()["refits"]
+    assert svc.router.model_version > version and st["done"] >= 1 and st["running"] is False
+
+
+def test_a_checkpoint_waits_for_the_running_refit(monkeypatch, tmp_path):
+    gate = Gate(monkeypatch)
+    svc = _contextual_service(str(tmp_path))
+    _serve(svc, 8)
+    assert gate.started.wait(10)
+    saver = threading.Thread(target=svc.checkpoint)
+    saver.start()
+    saver.join(0.5)
+    assert saver.is_alive()  # waiting for the refit
+    gate.open.set()
+    saver.join(20)
+    assert not saver.is_alive()
+    svc.journal.close()
+    back = _contextual_service(str(tmp_path))
+    assert back.replayed == 0 and back.router.model_version == svc.router.model_version >= 1
+
+
+@pytest.mark.parametrize("crash_while_refitting", [False, True])
+def test_a_replay_installs_each_refit_where_the_journal_says(monkeypatch, tmp_path, caplog, crash_while_refitting):
+    """Refits installed some requests after they fell due (the worker's timing) come back
+    from the journal at the same points: the replayed router is the one that never crashed,
+    also when the service stopped while a refit was running."""
+    gate = Gate(monkeypatch)
+    svc = _contextual_service(str(tmp_path))
+    _serve(svc, 8)
+    assert gate.started.wait(10)
+    _serve(svc, 12, start=8)  # decided on the old text model
+    gate.open.set()
+    assert svc.wait_refits(20)
+    _serve(svc, 40, start=20)  # more refits, installed whenever the worker is done
+    assert svc.wait_refits(20)
+    if crash_while_refitting:
+        gate.open.clear()
+        gate.started.clear()
+        _serve(svc, 40, start=60)
+        assert gate.started.wait(10)
+    kinds = [k for _, k, _ in svc.journal.after(0)]
+    assert kinds.count("refit") >= 3 and kinds.count("refit_done") == kinds.count("refit") - crash_while_refitting
+    svc.journal.close()  # a crash: no checkpoint
+    svc.journal = None
+    gate.open.set()  # (the crashed service's worker may finish; nothing is journaled)
+    svc.wait_refits(20)
+    back = _contextual_service(str(tmp_path))
+    assert back.replayed > 0 and back.wait_refits(20)  # (a refit due at the crash runs after the replay)
+    assert "journal replay" not in caplog.text  # every decision as journaled
+    # every decision replayed as journaled, and the text model where it was
+    assert np.array_equal(back.router.policy.W, svc.router.policy.W)
+    assert back.router.model_version == svc.router.model_version
+    assert back.state()["refits"]["running"] is False
+    nxt = [s.route("the same next question") for s in (svc, back)]
+    assert nxt[0].t == nxt[1].t and nxt[0].model == nxt[1].model
+    # a refit that was running is journaled as installed: a second crash replays the same
+    kinds = [k for _, k, _ in back.journal.after(0)]
+    assert kinds.count("refit_done") == kinds.count("refit")
+
+
+def test_a_journal_of_refits_in_place_replays_in_place(tmp_path, caplog):
+    """An older version refitted inside the request that made a refit due, and journaled no
+    refit events: its journal replays with refits in place, as it was served."""
+    svc = _contextual_service(str(tmp_path))
+    svc.router.defer_refits(False)  # as before refits left the request path
+    _serve(svc, 60)
+    assert svc.router.model_version >= 3 and svc.refits["done"] == 0
+    svc.journal.close()
+    svc.journal = None
+    back = _contextual_service(str(tmp_path))
+    assert back.wait_refits(20) and "journal replay" not in caplog.text
+    assert back.router.model_version == svc.router.model_version
+    assert np.array_equal(back.router.policy.W, svc.router.policy.W)
