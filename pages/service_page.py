@@ -80,7 +80,8 @@ def panel() -> None:
     else:
         m[1].metric("Satisfaction, all requests: 90% lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
     st.caption(f"mode {h['mode']} · thumbs up {up:,}, down {down:,} · "
-               f"backend failures {h['failures']:,} · requests no backend answered {h['failed']:,}. "
+               f"backend failures {h['failures']:,} · requests no backend answered {h['failed']:,}"
+               + (f" · {h['refits']}" if h["refits"] else "") + ". "
                + ("The SLA is checked on the thumbs received (the router claims no bound of its own). "
                   if wilson else "") + "Charts show the service's recent history. The service's own zoo: "
                + ", ".join(f"{x['name']} ({x['model']})" for x in state["models"]) + ".")

@@ -73,6 +73,21 @@ def fetch_state(url: str, history: int = MAX_POINTS, timeout: float = 3.0, api_k
     return doc
 
 
+def refit_text(refits: dict | None) -> str:
+    """The text model's refits (run off the request path) in words; empty where there were
+    none (another mode) or the service predates them."""
+    if not refits or not (refits.get("done") or refits.get("failed") or refits.get("running")):
+        return ""
+    parts = [f"text model refits: {refits.get('done', 0):,} done"]
+    if refits.get("last_s") is not None:
+        parts[0] += f" (the last took {refits['last_s']:.2g} s, off the request path)"
+    if refits.get("running"):
+        parts.append("one running")
+    if refits.get("failed"):
+        parts.append(f"{refits['failed']:,} failed (the text model kept)")
+    return ", ".join(parts)
+
+
 @dataclass
 class ServiceView:
     """Headline numbers and chart frames of one state document."""
@@ -91,7 +106,8 @@ class ServiceView:
                 "lower_bound": sat["lower_bound"], "bound": sat["bound"],
                 "sla": "unknown" if sat["sla_met"] is None else ("met" if sat["sla_met"] else "not certified"),
                 "thumbs_up": s["feedback"]["satisfied"], "thumbs_down": s["feedback"]["unsatisfied"],
-                "failed": s["requests_failed"], "failures": sum(m["failures"] for m in s["models"])}
+                "failed": s["requests_failed"], "failures": sum(m["failures"] for m in s["models"]),
+                "refits": refit_text(s.get("refits"))}
 
     def models_frame(self) -> pd.DataFrame:
         cols = ["name", "model", "chosen", "served", "failures", "prompt_tokens", "completion_tokens", "cost",

@@ -114,3 +114,13 @@ def test_feedback_by_hand_page_uses_the_real_zoo(running):
     assert any("Sent to the service's router" in s.value for s in at.success)
     st = svc.http.get("/v1/state").json()
     assert st["feedback"]["unsatisfied"] == 1 and st["t"] == 1
+
+
+def test_refits_are_said_in_words_only_where_there_were_some():
+    from slarouter_core.service.monitor import refit_text
+
+    assert refit_text(None) == "" and refit_text({"done": 0, "failed": 0, "last_s": None, "running": False}) == ""
+    text = refit_text({"done": 3, "failed": 1, "last_s": 1.234, "running": True})
+    assert text == ("text model refits: 3 done (the last took 1.2 s, off the request path), one running, "
+                    "1 failed (the text model kept)")
+
