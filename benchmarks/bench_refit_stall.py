@@ -55,7 +55,7 @@ def filled_service(labels: int, seed: int) -> RoutingService:
     for i in range(labels):
         if i == last_fit:
             job = r.take_refit()
-            r.apply_refit(job, job.run())
+            r.apply_refit(job.run())
         d = r.decide(X[i], costs)
         p = 1.0 / (1.0 + np.exp(-(X[i] @ skill[:, d.model] + d.model)))
         r.observe(d, int(rng.random() < p))

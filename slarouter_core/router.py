@@ -240,8 +240,8 @@ class SLARouter:
         its result goes back through :meth:`apply_refit`."""
         return self.policy.take_refit()
 
-    def apply_refit(self, job, result) -> None:
-        self.policy.apply_refit(job, result)
+    def apply_refit(self, result) -> None:
+        self.policy.apply_refit(result)
 
     @property
     def model_version(self) -> int:

@@ -217,8 +217,8 @@ class Policy(ABC):
         """The refit that is due, as a job to run on any thread (None: none due)."""
         return None
 
-    def apply_refit(self, job: "RefitJob", result: Any) -> None:
-        """Install what ``job.run()`` returned."""
+    def apply_refit(self, result: Any) -> None:
+        """Install what a :meth:`take_refit` job's ``run()`` returned."""
         raise ValueError(f"policy {type(self).__name__} has no refit to apply")
 
 

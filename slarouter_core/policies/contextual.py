@@ -324,18 +324,13 @@ class ContextualPolicy(Policy):
         return 1.0 / (1.0 + np.exp(-z))
 
     def labels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The kept labels ``(x, model, y, blindness)``, oldest first (blindness: see
-        ``lab_blind``)."""
-        cap = self.config.max_labels
-        if self.lab_n <= cap:
-            n = self.lab_n
-            return self.lab_x[:n], self.lab_m[:n], self.lab_y[:n], self.lab_blind[:n]
-        order = np.roll(np.arange(cap), -(self.lab_n % cap))
-        return self.lab_x[order], self.lab_m[order], self.lab_y[order], self.lab_blind[order]
+        """Copies of the kept labels ``(x, model, y, blindness)``, oldest first (blindness:
+        see ``lab_blind``)."""
+        return tuple(self._kept(a) for a in (self.lab_x, self.lab_m, self.lab_y, self.lab_blind))
 
     def _kept(self, ring: np.ndarray) -> np.ndarray:
-        """A copy of a label ring's kept rows, oldest first (one copy: a refit job takes it
-        under the service's lock)."""
+        """A copy of a label ring's kept rows, oldest first (one copy: a refit job takes the
+        labels under the service's lock)."""
         cap = self.config.max_labels
         if self.lab_n <= cap:
             return ring[:self.lab_n].copy()
@@ -348,7 +343,7 @@ class ContextualPolicy(Policy):
     def refit_job(self) -> "TextRefit":
         """The refit of the text model on the labels kept now (copies: it may run on
         another thread while labels keep coming)."""
-        X, m, y = (self._kept(a) for a in (self.lab_x, self.lab_m, self.lab_y))
+        X, m, y, _ = self.labels()
         return TextRefit(self.config, self.M, X, m, y,
                          None if self.theta is None else self.theta.copy(),
                          (self.prior_a.copy(), self.prior_b.copy()), self.pos.copy(), self.cnt.copy())
@@ -379,7 +374,7 @@ class ContextualPolicy(Policy):
         self.refit_due = False
         return self.refit_job()
 
-    def apply_refit(self, job: "TextRefit", result: np.ndarray | None) -> None:
+    def apply_refit(self, result: np.ndarray | None) -> None:
         """Install a deferred refit's result (and recluster, as an in-place refit does)."""
         self._install(result)
         self._recluster()

@@ -506,7 +506,7 @@ class RoutingService(Persistence):
         with self._lock:
             try:
                 self._log("refit_done", {"id": rid})
-                self.router.apply_refit(job, result)
+                self.router.apply_refit(result)
                 self.refits["failed" if failed else "done"] += 1
                 self.refits["last_s"] = time.perf_counter() - t0
             finally:  # never leave a checkpoint waiting for a refit that ended

@@ -155,21 +155,20 @@ class Persistence:
         older version's, which refitted in place) is replayed with refits in place."""
         n = 0
         if self.journal is not None:
-            deferred = any(kind in ("refit", "refit_done") for _, kind, _ in self.journal.after(seq))
-            self.router.defer_refits(deferred)
-            held: dict[int, tuple] = {}
-            for _, kind, ev in self.journal.after(seq):
+            events = list(self.journal.after(seq))  # read once (what one checkpoint interval wrote)
+            self.router.defer_refits(any(kind in ("refit", "refit_done") for _, kind, _ in events))
+            held: dict[int, object] = {}  # refit id -> its result, until installed
+            for _, kind, ev in events:
                 n += 1
                 if kind == "refit":
                     job = self.router.take_refit()
                     self._refit_id = max(self._refit_id, int(ev["id"]))
                     if job is not None:
-                        held[int(ev["id"])] = (job, run_refit(job)[0])
+                        held[int(ev["id"])] = run_refit(job)[0]
                     continue
                 if kind == "refit_done":
-                    done = held.pop(int(ev["id"]), None)
-                    if done is not None:
-                        self.router.apply_refit(*done)
+                    if int(ev["id"]) in held:
+                        self.router.apply_refit(held.pop(int(ev["id"])))
                     continue
                 if kind == "route":
                     d = self.router.decide(unb64_vector(ev["x"]), np.asarray(ev["costs"], np.float64))
@@ -194,9 +193,9 @@ class Persistence:
                         self._apply_feedback(ev, rec)
                 elif kind == "judge":
                     self._apply_judge(ev)
-            for rid, done in held.items():  # running when the service stopped: installed now
+            for rid, result in held.items():  # running when the service stopped: installed now
                 self._log("refit_done", {"id": rid})
-                self.router.apply_refit(*done)
+                self.router.apply_refit(result)
         for rec in self.requests.values():
             if rec[3] == "routing":  # in flight when the service stopped: nothing was served
                 rec[3] = "failed"

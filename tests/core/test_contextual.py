@@ -239,7 +239,7 @@ def _serve_deferred(r: SLARouter, data, X, rows, install_after: int, log: list) 
         log.append(d.model)
         waiting = [(k - 1, job, res) for k, job, res in waiting]
         for _, job, res in [w for w in waiting if w[0] <= 0]:
-            r.apply_refit(job, res)
+            r.apply_refit(res)
         waiting = [w for w in waiting if w[0] > 0]
         if i % 2 == 0:
             r.late_feedback(d.t, int(data.solved[i, d.model]))
@@ -247,7 +247,7 @@ def _serve_deferred(r: SLARouter, data, X, rows, install_after: int, log: list) 
             if job is not None:
                 jobs.append(job)
                 if install_after == 0:
-                    r.apply_refit(job, job.run())
+                    r.apply_refit(job.run())
                 else:
                     waiting.append((install_after, job, job.run()))
     return jobs
@@ -293,7 +293,7 @@ def test_a_deferred_refit_waits_for_its_installation():
         r.observe(d, int(data.solved[k, d.model]))
     assert r.model_version == version and np.array_equal(r.policy.W, W)
     assert len(job.y) == n_labels < r.policy.lab_n
-    r.apply_refit(job, job.run())
+    r.apply_refit(job.run())
     assert r.model_version == version + 1 and not np.array_equal(r.policy.W, W)
 
 
