@@ -35,6 +35,10 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
     onehot = np.zeros((n, M))
     onehot[np.arange(n), m] = 1.0
     use_d = c_model > 0
+    # each model's rows, gathered once: the offsets' logits per model (as many products as
+    # the labels, not a (n, D) gather of d[m] at every evaluation; the same bits per row)
+    rows = [np.flatnonzero(m == k) for k in range(M)] if use_d else []
+    X_rows = [X[r] for r in rows]
     if prior is not None:
         pa, pb = (np.asarray(v, np.float64).reshape(M) for v in prior)
         centre = X.mean(axis=0) if n else np.zeros(D)
@@ -49,7 +53,10 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
         w, d, b = unpack(theta)
         z = X @ w + b[m]
         if use_d:
-            z = z + np.einsum("ij,ij->i", X, d[m])
+            zd = np.empty(n)
+            for k, (r_k, X_k) in enumerate(zip(rows, X_rows)):
+                zd[r_k] = np.einsum("ij,j->i", X_k, d[k])
+            z = z + zd
         # log(1 + e^z) - y z, stably
         loss = np.logaddexp(0.0, z) - y * z
         r = 1.0 / (1.0 + np.exp(-z)) - y

@@ -429,6 +429,32 @@ def test_multitask_logistic_gradient_and_fit():
     assert len(blind) == D + M and np.array_equal(W[:, 0], W[:, 2]) and np.array_equal(b0, blind[-M:])
 
 
+
+def test_multitask_logistic_offsets_per_model_rows_keep_the_bits():
+    # the offsets' logits are computed over each model's rows (gathered once per fit) instead
+    # of a (n, D) gather of d[m] at every evaluation: the fit is the same to the last bit as
+    # the objective written with the gather, so routers' decisions did not move
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(7)
+    n, D, M = 900, 24, 3
+    X = rng.standard_normal((n, D)).astype(np.float32).astype(np.float64)
+    m = rng.integers(0, M, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X[:, 0] + 0.5 * m - 0.5)))).astype(float)
+    onehot = np.eye(M)[m]
+
+    def gathered(theta):
+        w, d, b = theta[:D], theta[D:D + D * M].reshape(M, D), theta[-M:]
+        z = X @ w + b[m] + np.einsum("ij,ij->i", X, d[m])
+        r = 1.0 / (1.0 + np.exp(-z)) - y
+        f = (np.logaddexp(0.0, z) - y * z).sum() + w @ w / (2 * 10.0) + 1e-4 * (b @ b) / 2 + (d * d).sum() / 2
+        g = [X.T @ r + w / 10.0, ((onehot * r[:, None]).T @ X + d).ravel(), onehot.T @ r + 1e-4 * b]
+        return f, np.concatenate(g)
+
+    reference = minimize(gathered, np.zeros(D * (M + 1) + M), jac=True, method="L-BFGS-B",
+                         options={"maxiter": 200}).x
+    assert np.array_equal(fit_multitask_logistic(X, m, y, M, 10.0, 1.0), reference)
+
 def test_level_prior_keeps_a_model_with_unanimous_labels_from_predicting_certainty():
     # 11 thumbs up of 11 for model 1, mixed labels for model 0: without a prior model 1's
     # intercept runs off and it "solves" every request; with Beta(1, 1) pseudo-labels at the
