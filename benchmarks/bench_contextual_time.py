@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.data import RoutingData, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.experiments import load_any  # noqa: E402
+from slarouter_core.experiments import PAPER_EXCLUDE, load_any  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.router import RouterConfig  # noqa: E402
@@ -57,7 +57,7 @@ def load_stream(name: str) -> RoutingData:
     if not SHARED.exists():
         raise SystemExit(f"the shared Llama-3 data is not at {SHARED}: use --stream demo")
     full = load_any(SHARED)
-    return full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
+    return full.select([b for b in full.benchmark_names if b not in PAPER_EXCLUDE])
 
 
 def time_variant(data: RoutingData, X: np.ndarray, alpha: float, judge: bool, settings: dict,

@@ -337,9 +337,6 @@ class ContextualPolicy(Policy):
         i = self.lab_n % cap
         return np.concatenate([ring[i:], ring[:i]])
 
-    def _refit(self) -> None:
-        self._install(self.refit_job().run())
-
     def refit_job(self) -> "TextRefit":
         """The refit of the text model on the labels kept now (copies: it may run on
         another thread while labels keep coming)."""
@@ -375,7 +372,7 @@ class ContextualPolicy(Policy):
         return self.refit_job()
 
     def apply_refit(self, result: np.ndarray | None) -> None:
-        """Install a deferred refit's result (and recluster, as an in-place refit does)."""
+        """Install a refit's result and recluster (a deferred one, or in place)."""
         self._install(result)
         self._recluster()
 
@@ -790,8 +787,7 @@ class ContextualPolicy(Policy):
             if self.deferred:
                 self.refit_due = True  # taken by take_refit (a service's worker)
             else:
-                self._refit()
-                self._recluster()
+                self.apply_refit(self.refit_job().run())
             self.next_fit = max(self.next_fit + 1, int(math.ceil(self.next_fit * cfg.refit_growth)))
 
     def _learn(self, m: int, p: float, x: np.ndarray, y: float, code: int, g: float,
