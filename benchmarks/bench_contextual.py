@@ -66,7 +66,7 @@ from slarouter_core.baselines import static_mixture_lp  # noqa: E402
 from slarouter_core.baselines.oracle import oracle_lp  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.experiments import load_any, parse_method, seeds_needed  # noqa: E402
+from slarouter_core.experiments import PAPER_EXCLUDE, load_any, parse_method, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES, ContextualConfig  # noqa: E402
 from slarouter_core.policies.text_model import PRICE_CAP as _PRICE_CAP  # noqa: E402
@@ -270,7 +270,7 @@ def main(argv=None) -> int:
         return 0
     if llama_needed:
         full = load_any(SHARED)
-        data = full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
+        data = full.without(PAPER_EXCLUDE)
         X = embed_texts(data.texts, args.encoder)
         a = midpoint_alpha(data)
     if "phases" in args.scenarios:

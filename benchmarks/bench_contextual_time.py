@@ -57,7 +57,7 @@ def load_stream(name: str) -> RoutingData:
     if not SHARED.exists():
         raise SystemExit(f"the shared Llama-3 data is not at {SHARED}: use --stream demo")
     full = load_any(SHARED)
-    return full.select([b for b in full.benchmark_names if b not in PAPER_EXCLUDE])
+    return full.without(PAPER_EXCLUDE)
 
 
 def time_variant(data: RoutingData, X: np.ndarray, alpha: float, judge: bool, settings: dict,

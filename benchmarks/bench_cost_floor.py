@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slarouter_core.baselines import oracle_lp, static_mixture_lp  # noqa: E402
 from slarouter_core.data import midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.experiments import load_any  # noqa: E402
+from slarouter_core.experiments import PAPER_EXCLUDE, load_any  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.policies.contextual import ContextualConfig  # noqa: E402
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     streams.append(("demo (mixed)", demo, demo_difficulty(demo.texts) * 100 + topic))
     if SHARED.exists():
         full = load_any(SHARED)
-        llama = full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
+        llama = full.without(PAPER_EXCLUDE)
         streams.append(("llama-3, 8 mixed", llama, np.unique(llama.benchmarks, return_inverse=True)[1]))
     else:
         print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")

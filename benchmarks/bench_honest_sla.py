@@ -59,7 +59,7 @@ from slarouter_core.cli import policy_settings  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
-from slarouter_core.experiments import load_any, seeds_needed  # noqa: E402
+from slarouter_core.experiments import PAPER_EXCLUDE, load_any, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES  # noqa: E402
@@ -223,7 +223,7 @@ def main(argv=None) -> int:
     if "llama" in args.scenarios:
         if SHARED.exists():
             full = load_any(SHARED)
-            llama = full.select([b for b in full.benchmark_names if b != "mmlu_abstract_algebra"])
+            llama = full.without(PAPER_EXCLUDE)
             streams.append(("llama-3, 8 mixed", llama, midpoint_alpha(llama), True))
         else:
             print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")

@@ -115,15 +115,25 @@ class RoutingData:
         wanted = list(dict.fromkeys(benchmarks))
         if not wanted:
             raise DataValidationError(["No benchmark selected: choose at least one."])
+        self._check_known(wanted)
+        mask = self.frame["benchmark"].isin(wanted).to_numpy()
+        return self._subset(mask)
+
+    def without(self, benchmarks: Iterable[str]) -> "RoutingData":
+        """Rows of every benchmark but the given ones (a paper stream leaves one out);
+        unknown names are an error, as in :meth:`select`, so a typo never keeps a benchmark."""
+        drop = list(dict.fromkeys(benchmarks))
+        self._check_known(drop)
+        return self.select([b for b in self.benchmark_names if b not in drop])
+
+    def _check_known(self, names: list[str]) -> None:
         known = set(self.benchmark_names)
-        unknown = [b for b in wanted if b not in known]
+        unknown = [b for b in names if b not in known]
         if unknown:
             raise DataValidationError(
                 [f"Unknown benchmark {', '.join(map(repr, unknown))}: the data has "
                  f"{', '.join(self.benchmark_names)}."]
             )
-        mask = self.frame["benchmark"].isin(wanted).to_numpy()
-        return self._subset(mask)
 
     def _subset(self, mask: np.ndarray) -> "RoutingData":
         return RoutingData(

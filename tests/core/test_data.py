@@ -74,6 +74,16 @@ def test_select_unknown_benchmark(tmp_path):
         data.select(["nope"])
 
 
+def test_without_leaves_out_the_named_benchmarks_and_rejects_unknown_ones():
+    data = from_frame(make_frame())
+    rest = data.without(["alpha_bench"])
+    assert "alpha_bench" not in rest.benchmark_names and rest.n_requests == data.n_requests - 30
+    with pytest.raises(DataValidationError, match="nope"):  # a typo never keeps a benchmark silently
+        data.without(["alpha_bench", "nope"])
+    with pytest.raises(DataValidationError, match="No benchmark"):
+        data.without(data.benchmark_names)
+
+
 def test_parquet_round_trip_and_bad_files(tmp_path):
     p = write_parquet(make_frame(), tmp_path / "ok.parquet", metadata={"synthetic": True})
     data = load_parquet(p)
