@@ -39,7 +39,7 @@ Modules, in the order data flows through them:
 """
 
 from .aggregation import QUEUE_METHODS, aggregate, gaps, group_keys, overview
-from .alpha import ALPHA_RULES, MEET_SHARE, paper_rule_alpha, resolve_alpha, seeds_needed
+from .alpha import ALPHA_RULES, MEET_SHARE, chance_to_meet, met_rate_interval, paper_rule_alpha, resolve_alpha, seeds_needed
 from .backends import ERROR_POLICIES, run_grid
 from .datasets import Dataset, ProgressFn, load_any, load_dataset
 from .feedback_axis import (FEEDBACK_CHOICES, FEEDBACK_FIELDS, FEEDBACK_PRESETS, feedback_columns, feedback_name, feedback_params,
@@ -55,7 +55,7 @@ from .report import (CHEAPEST_NOTE, PIVOT_METRICS, SEEDS_MET_NOTE, SWEEP_LABELS,
 from .runs import ROW_COLUMNS, error_row, run_task
 from .specs import DEFAULT_METHODS, PRESETS, MethodSpec, comparison_defaults, expand_presets, parse_method
 
-__all__ = ["comparison_defaults", "QUEUE_METHODS", "aggregate", "gaps", "group_keys", "overview", "ALPHA_RULES", "MEET_SHARE",
+__all__ = ["comparison_defaults", "QUEUE_METHODS", "aggregate", "gaps", "group_keys", "overview", "ALPHA_RULES", "MEET_SHARE", "chance_to_meet", "met_rate_interval",
            "resolve_alpha", "seeds_needed", "ERROR_POLICIES", "run_grid", "Dataset", "ProgressFn", "load_any",
            "load_dataset", "FEEDBACK_CHOICES", "FEEDBACK_FIELDS", "FEEDBACK_PRESETS", "feedback_columns", "feedback_name",
            "feedback_params", "parse_feedback", "DEFAULT_HISTORY_FRACTION", "PAPER_EXCLUDE", "GridConfig", "Task",

@@ -7,6 +7,7 @@ import math
 from typing import Sequence
 
 import numpy as np
+from scipy.stats import binom, binomtest
 
 from ..data import RoutingData, midpoint_alpha, paper_alpha
 from ..validation import check_alpha
@@ -89,3 +90,22 @@ def resolve_alpha(alpha: float | str, data: RoutingData | None) -> float:
 def seeds_needed(n_seeds: int) -> int:
     """Seeds that must meet alpha for a method to 'meet alpha' (18 of 20, 3 of 3)."""
     return int(math.ceil(MEET_SHARE * n_seeds - 1e-9))
+
+
+def met_rate_interval(met: int, n_seeds: int, confidence: float = 0.95) -> tuple[float, float]:
+    """An exact (Clopper-Pearson) interval on the share of runs that meet alpha, from
+    ``met`` of ``n_seeds`` seeded runs. Over 20 seeds it is wide (18 of 20: 68% to 99%),
+    which is why a router's rate is worth measuring over more seeds than the test takes."""
+    if not 0 <= met <= n_seeds or n_seeds < 1:
+        raise ValueError(f"met must be between 0 and n_seeds >= 1, got {met} of {n_seeds}")
+    ci = binomtest(int(met), int(n_seeds)).proportion_ci(confidence_level=confidence, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def chance_to_meet(rate: float, n_seeds: int = 20) -> float:
+    """The probability that a router meeting alpha in a share ``rate`` of its runs passes
+    the "meets alpha" test on ``n_seeds`` independent seeds (:func:`seeds_needed` of them):
+    a router that meets alpha in 84% of runs passes 18 of 20 about a third of the time."""
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate must be in [0, 1], got {rate}")
+    return float(binom.sf(seeds_needed(n_seeds) - 1, n_seeds, rate))

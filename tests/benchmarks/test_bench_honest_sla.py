@@ -73,3 +73,17 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
     assert "70.00% (-10.00 points)" in line[0] and "own LCB 66.00%" in line[0]
     assert "first warned at request 40" in line[0]
     assert "seed 0:" not in out
+
+
+def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, capsys, monkeypatch):
+    # seeds 0-35 meet alpha (85% against 80%), seeds 36-39 miss it: 36 of 40
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
+                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None))
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "40", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    lo, hi = bench.met_rate_interval(36, 40)
+    share = f"90% ({100 * lo:.0f}-{100 * hi:.0f}%), passes 18/20 {100 * bench.chance_to_meet(0.9):.0f}% of the time"
+    row = [line for line in out.splitlines() if line.startswith("| demo (mixed) | contextual |")][0]
+    assert f"| 36/40 | yes | {share} |" in row
+    assert "share of runs >= alpha (95% CI)" in out

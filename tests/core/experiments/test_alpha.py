@@ -31,6 +31,9 @@ def test_alpha_rules_and_the_seeds_met_rule():
     agg = E.aggregate(pd.DataFrame(rows)).set_index("method")
     assert agg.loc["m", "satisfaction_mean"] > 0.7 and agg.loc["m", "seeds_met"] == 17
     assert not agg.loc["m", "sla_met"]
+    # the aggregate carries the share of runs meeting alpha as its exact interval
+    assert (agg.loc["m", "met_rate_low"], agg.loc["m", "met_rate_high"]) == E.met_rate_interval(17, 20)
+    assert agg.loc["m", "met_rate_low"] < 0.85 < agg.loc["m", "met_rate_high"]
 
 
 def test_alpha_is_checked_with_the_one_message_of_validation():
@@ -157,3 +160,31 @@ def test_no_linear_rule_in_the_accuracies_meets_all_11_within_1_point():
     res = linprog(np.r_[np.zeros(n + 1), 1.0], A_ub=np.array(a_ub), b_ub=b_ub,
                   bounds=[(None, None)] * (n + 1) + [(0, None)])
     assert res.status == 0 and res.x[-1] > 0.02
+
+
+def test_met_rate_interval_is_the_exact_binomial_interval():
+    from math import comb
+
+    lo, hi = E.met_rate_interval(18, 20)
+    # Clopper-Pearson: each end is where the tail probability of the observed count is 2.5%
+    tail_up = sum(comb(20, k) * lo ** k * (1 - lo) ** (20 - k) for k in range(18, 21))
+    tail_down = sum(comb(20, k) * hi ** k * (1 - hi) ** (20 - k) for k in range(0, 19))
+    assert tail_up == pytest.approx(0.025, abs=1e-6) and tail_down == pytest.approx(0.025, abs=1e-6)
+    assert E.met_rate_interval(20, 20)[1] == 1.0 and E.met_rate_interval(0, 20)[0] == 0.0
+    # more seeds at the same share: a narrower interval
+    assert np.diff(E.met_rate_interval(90, 100)) < np.diff(E.met_rate_interval(18, 20))
+    for bad in ((21, 20), (-1, 20), (0, 0)):
+        with pytest.raises(ValueError, match="met must be"):
+            E.met_rate_interval(*bad)
+
+
+def test_chance_to_meet_counts_the_binomial_tail_the_test_needs():
+    from math import comb
+
+    for rate in (0.5, 0.84, 0.95):
+        direct = sum(comb(20, k) * rate ** k * (1 - rate) ** (20 - k) for k in range(E.seeds_needed(20), 21))
+        assert E.chance_to_meet(rate) == pytest.approx(direct, rel=1e-9)
+    assert E.chance_to_meet(1.0) == 1.0 and E.chance_to_meet(0.0) == 0.0
+    assert E.chance_to_meet(0.84) < 0.5 < E.chance_to_meet(0.95)  # 84% of runs: fails the test more often than not
+    with pytest.raises(ValueError, match="rate"):
+        E.chance_to_meet(1.2)
