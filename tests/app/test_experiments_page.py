@@ -59,6 +59,9 @@ def test_comparison_table_chart_and_exports():
     assert set(table["seeds ≥ alpha"]) <= {"0/2", "1/2", "2/2"} and "2/2" in set(table["seeds ≥ alpha"])
     assert (table["SLA"] == "met").tolist() == (table["seeds ≥ alpha"] == "2/2").tolist()
     assert table["cheapest"].dtype == bool
+    # the interval on the share of runs meeting alpha travels with the table (its CSV), and
+    # 2 seeds say little: never narrower than 16-100
+    assert set(table["runs ≥ alpha, 95% CI (%)"]) <= {"0-84", "1-99", "16-100"}
     captions = "\n".join(c.value for c in at.caption)
     assert "cheapest: per benchmark" in captions and "at least 90% of its seeds" in captions
     # the chart: error bars named in the title, alpha labelled
