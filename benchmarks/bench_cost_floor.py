@@ -30,6 +30,19 @@ static mixture at alpha:
 
 With judge fill-in each row adds one judge call per request at the zoo's cheapest
 model's mean cost (as ``bench_honest_sla.py`` charges it). The goals are issue 19's.
+
+A second table splits the router's own cost, run by run, at the satisfaction that run
+delivered (so every column buys the same satisfaction on the same stream):
+
+* its own predictions, one price: the predictions the router made at each step (its text
+  model as it stood then), served at the one price (or time-share of two prices, or of a
+  price and one model) that delivers the run's satisfaction in hindsight: what the
+  router's control (its moving price, its fallback) costs is the gap to the router;
+* its last fit: its text model refitted on every label it kept by the window's end, for
+  every request: what learning during the stream costs is the gap to the column before;
+* uniform labels: as many labels (as many thumbs, the rest calibrated verdicts), drawn
+  uniformly over requests and models: what the labels falling on the models it served
+  cost is the gap to the column before.
 """
 
 from __future__ import annotations
@@ -50,9 +63,9 @@ from slarouter_core.experiments import PAPER_EXCLUDE, load_any  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.policies.contextual import ContextualConfig  # noqa: E402
-from slarouter_core.policies.text_model import fit_multitask_logistic, multitask_predictions  # noqa: E402
+from slarouter_core.policies.text_model import PRICE_CAP, fit_multitask_logistic, multitask_predictions  # noqa: E402
 from slarouter_core.router import RouterConfig  # noqa: E402
-from slarouter_core.simulator import SimulationConfig, simulate, single_threaded_blas  # noqa: E402
+from slarouter_core.simulator import Simulation, SimulationConfig, single_threaded_blas  # noqa: E402
 from slarouter_core.synthetic import demo_difficulty  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,17 +110,68 @@ def routed_cost(P: np.ndarray, solved: np.ndarray, costs: np.ndarray, target: fl
     return cheapest_at(rate, cost, target)
 
 
-def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float]:
-    """Mean end-of-window margin (the bound's width over the window) and mean stream cost."""
+def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float, np.ndarray]:
+    """Mean end-of-window margin (the bound's width over the window), mean stream cost, and
+    per run the split of its cost (:func:`cost_split`)."""
     fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
-    margins, costs = [], []
+    margins, costs, splits = [], [], []
     for seed in seeds:
-        sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
-                                                 seed=seed, feedback=fb))
-        cert = sim.router.policy.cert
+        sim = Simulation(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
+                                                   seed=seed, feedback=fb))
+        policy = sim.router.policy
+        # the predictions each step's decision saw: the text model as it stands before the
+        # step (refits happen on feedback, after the choice; one request at a time gives
+        # the same decisions as a whole stream)
+        seen = np.empty((sim.n_requests, data.n_models))
+        capped = np.zeros(sim.n_requests, bool)  # no price reached the target: the fallback served
+        while not sim.done:
+            t = sim.t
+            seen[t] = policy.predict(X[sim.order[t]])[0]
+            sim.step(1)
+            capped[t] = policy.lam >= PRICE_CAP  # the price this step's choice used
+        cert = policy.cert
         margins.append(cert.width(cert.var) / cert.t)
         costs.append(float(sim.arrays()["cost"].mean()))
-    return float(np.mean(margins)), float(np.mean(costs))
+        splits.append(cost_split(data, X, sim, seen, capped, judge, seed))
+    return float(np.mean(margins)), float(np.mean(costs)), np.array(splits)
+
+
+def cost_split(data, X, sim: Simulation, seen: np.ndarray, capped: np.ndarray, judge: bool,
+               seed: int) -> tuple[float, ...]:
+    """``(satisfaction, router, own predictions at one price, its last fit, uniform labels,
+    share of steps off the plan, plan steps' predicted and delivered satisfaction)`` of one
+    run, the costs a mean per request at the run's satisfaction (the module docstring's
+    second table)."""
+    a = sim.arrays()
+    rows = sim.order
+    solved, costs = data.solved[rows], data.costs[rows]
+    target = float(a["satisfied"].mean())
+    policy = sim.router.policy
+    cfg = policy.config
+    lx, lm, ly, _ = policy.labels()
+    M = data.n_models
+    last = fit_multitask_logistic(lx, lm, ly, M, cfg.c_shared, cfg.c_model)
+    # as many labels, uniform over requests and models: as many thumbs, the rest (with the
+    # judge) the calibrated verdicts, as the router learns them
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(len(rows), len(ly), replace=len(ly) > len(rows))
+    models = rng.integers(0, M, len(ly))
+    y = data.solved[rows[pick], models].astype(np.float64)
+    if judge:
+        verdict = JUDGE_PRESETS["acpbench"].corrupt(y.astype(np.int8), rng)
+        calib = np.array([y[verdict == v].mean() if np.any(verdict == v) else 0.5 for v in (0, 1)])
+        y = np.where(np.arange(len(ly)) < policy.n_feedback, y, calib[verdict])
+    uniform = fit_multitask_logistic(X[rows[pick]], models, y, M, cfg.c_shared, cfg.c_model)
+    Xs = X[rows]
+    # the plan's steps (a price reached the target; not exploring): what it predicted for
+    # the models it chose, against what they delivered
+    plan = ~a["explored"] & ~capped
+    predicted = float(a["shat_served"][plan].mean()) if plan.any() else float("nan")
+    delivered = float(a["satisfied"][plan].mean()) if plan.any() else float("nan")
+    return (target, float(a["cost"].mean()), routed_cost(seen, solved, costs, target),
+            routed_cost(multitask_predictions(last, Xs, M), solved, costs, target),
+            routed_cost(multitask_predictions(uniform, Xs, M), solved, costs, target),
+            float(1.0 - plan.mean()), predicted, delivered)
 
 
 def learned_cost(data, X, target: float, c_shared: float, judge: bool, fits: int = 3) -> float:
@@ -154,6 +218,7 @@ def main(argv=None) -> int:
     print("| stream | feedback | alpha | margin (points) | text-blind | learned text, oracle price | known context "
           "| router | goal |")
     print("|---|---|---|---|---|---|---|---|---|")
+    split_rows = []
     for name, data, context in streams:
         X = embed_texts(data.texts)
         alpha = midpoint_alpha(data)
@@ -161,15 +226,32 @@ def main(argv=None) -> int:
         known = context_accuracy(data.solved.astype(np.float64), context)
         for judge, goal in zip((False, True), GOALS[name]):
             with single_threaded_blas():
-                margin, router = router_runs(data, X, alpha, range(args.seeds), judge)
+                margin, router, splits = router_runs(data, X, alpha, range(args.seeds), judge)
                 learned = learned_cost(data, X, alpha + margin, args.c_shared, judge)
             target = alpha + margin
             call = float(data.costs.mean(0).min()) if judge else 0.0  # one judge call per request
             blind = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), target)[1]
             context_cost = oracle_lp(known, data.costs, target)[1] / data.n_requests
             cells = [blind, learned, context_cost, router]
-            print(f"| {name} | {'thumbs + judge' if judge else 'thumbs'} | {100 * alpha:.1f}% | {100 * margin:.2f} | "
+            feedback = "thumbs + judge" if judge else "thumbs"
+            print(f"| {name} | {feedback} | {100 * alpha:.1f}% | {100 * margin:.2f} | "
                   + " | ".join(f"{(c + call) / mix:.2f}x" for c in cells) + f" | {goal:.2f}x |", flush=True)
+            split_rows.append((name, feedback, splits, call, mix))
+    print("\nThe router's own cost, split (per run at the satisfaction it delivered; mean over runs; a "
+          "hindsight price that cannot reach a run's satisfaction leaves that run out of its column, "
+          "counted in brackets):\n")
+    print("| stream | feedback | satisfaction | router | own predictions, one price | its last fit "
+          "| uniform labels | steps off the plan | plan steps: predicted, delivered |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, feedback, splits, call, mix in split_rows:
+        cells = []
+        for k in range(1, 5):
+            ok = np.isfinite(splits[:, k])
+            missing = f" ({int((~ok).sum())})" if not ok.all() else ""
+            cells.append(f"{(splits[ok, k].mean() + call) / mix:.2f}x{missing}" if ok.any() else "-")
+        print(f"| {name} | {feedback} | {100 * splits[:, 0].mean():.1f}% | " + " | ".join(cells)
+              + f" | {100 * splits[:, 5].mean():.0f}% | {100 * np.nanmean(splits[:, 6]):.1f}%, "
+              f"{100 * np.nanmean(splits[:, 7]):.1f}% |")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

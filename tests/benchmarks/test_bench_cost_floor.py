@@ -39,3 +39,32 @@ def test_routing_on_a_perfect_prediction_beats_every_text_blind_mix(floor):
     blind = floor.static_mixture_lp(solved.mean(0), costs.mean(0), 0.95)[1]
     assert cost == pytest.approx(0.5 * 1.0 + 0.45 * 10.0 + 0.05 * 1.0, rel=0.02)
     assert cost < 0.6 * blind
+
+
+def test_the_split_records_what_each_decision_saw(floor):
+    """The run's split reads the predictions each choice used (the served model's is the
+    step's own ``shat_served``), the fallback's steps as off the plan, and prices every
+    column at the satisfaction the run delivered."""
+    from slarouter_core.data import from_frame
+    from slarouter_core.synthetic import generate_demo_frame
+
+    data = from_frame(generate_demo_frame(600, seed=3))
+    X = np.random.default_rng(0).normal(size=(data.n_requests, 8)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    runs = []
+    real = floor.cost_split
+    floor.cost_split = lambda data, X, sim, seen, capped, judge, seed: runs.append((sim, seen, capped)) or real(
+        data, X, sim, seen, capped, judge, seed)
+    try:
+        margin, cost, splits = floor.router_runs(data, X, 0.6, [0], judge=False)  # below the midpoint: the plan reaches it
+    finally:
+        floor.cost_split = real
+    sim, seen, capped = runs[0]
+    a = sim.arrays()
+    assert np.array_equal(seen[np.arange(len(seen)), a["model"]], a["shat_served"])
+    assert 0 < capped.sum() < len(capped)  # the fallback served some steps, the plan others
+    sat, router, own, last, uniform, off_plan, predicted, delivered = splits[0]
+    assert sat == pytest.approx(a["satisfied"].mean()) and router == pytest.approx(cost)
+    assert off_plan == pytest.approx(1 - (~a["explored"] & ~capped).mean())
+    assert delivered == pytest.approx(a["satisfied"][~a["explored"] & ~capped].mean())
+    assert all(np.isfinite([own, last, uniform])) and margin > 0
