@@ -270,12 +270,25 @@ class Certificate:
         return self.at_risk
 
     def describe(self) -> str:
+        """The claim in words. What holds is the bound: the satisfaction is at least the
+        lower bound with probability ``1 - delta``. Ending a window with that bound at alpha
+        is what the policy steers for, not a promise: a stream with too little headroom
+        for its labels ends below it (and ``at_risk`` says so when it sees it coming). The
+        chance that a window ends with its bound at alpha or above and still falls short is
+        at most ``delta`` (the bound's own miss); a window's chance of meeting alpha is
+        measured, never claimed (a share of runs whose bound cleared alpha may exceed
+        ``delta`` where few runs clear it)."""
         conf = f"{100 * (1 - self.delta):g}%"
+        a = f"{100 * self.alpha:g}%"
         if self.guarantee == "anytime":
-            return (f"satisfaction of all requests so far >= alpha {100 * self.alpha:g}% at every step at once, "
-                    f"with probability >= {conf} (asymptotic confidence sequence)")
-        return (f"satisfaction over each window of {self.window} requests >= alpha {100 * self.alpha:g}% "
-                f"with probability >= {conf} (fixed-horizon normal bound)")
+            return (f"satisfaction of all requests so far >= its lower bound at every step at once, with probability "
+                    f">= {conf} (asymptotic confidence sequence); the router steers to keep that bound at alpha {a} "
+                    f"or above and flags at_risk when it cannot: the chance that the satisfaction so far is below alpha "
+                    f"at any step where that bound is at alpha or above is at most {100 * self.delta:g}%")
+        return (f"satisfaction over each window of {self.window} requests >= its lower bound with probability "
+                f">= {conf} (fixed-horizon normal bound); the router steers to end each window with that bound at "
+                f"alpha {a} or above and flags at_risk when it no longer can: the chance that a window ends there "
+                f"and still falls below alpha is at most {100 * self.delta:g}%")
 
     # -- checkpoints --------------------------------------------------------------------
     _SCALARS = ("t", "dr", "var", "n_windows", "steps", "thumbs", "judged", "next_calib", "pairs_n", "window")

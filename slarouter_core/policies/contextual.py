@@ -86,8 +86,11 @@ class ContextualConfig(PolicyConfig):
 
     * ``delta``, ``guarantee``, ``sla_window``: the claim (:mod:`.certificate`): ``"window"``,
       satisfaction over each window of ``sla_window`` requests (0: the stream in a
-      simulation, else ``DEFAULT_WINDOW``) >= alpha with probability >= 1 - delta;
-      ``"anytime"``, of all requests so far at every step at once.
+      simulation, else ``DEFAULT_WINDOW``) >= its lower bound with probability >= 1 - delta,
+      the policy steering to end the window with that bound at alpha (the chance that a
+      window ends there and still falls below alpha is at most delta; how often a stream
+      gets there is measured, not claimed); ``"anytime"``, of all requests so far at every step
+      at once.
     * ``bank``: the share of the window by which the final margin is to be earned.
     * ``h``, ``h_min``: a shortfall against the path is repaid over ``max(h_min, h * t)`` steps.
     * ``prune``: explore only models not shown dominated, least-labelled first, dear ones at
