@@ -139,9 +139,9 @@ def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float
 def cost_split(data, X, sim: Simulation, seen: np.ndarray, capped: np.ndarray, judge: bool,
                seed: int) -> tuple[float, ...]:
     """``(satisfaction, router, own predictions at one price, its last fit, uniform labels,
-    share of steps off the plan, plan steps' predicted and delivered satisfaction)`` of one
-    run, the costs a mean per request at the run's satisfaction (the module docstring's
-    second table)."""
+    share of steps off the plan, plan steps' predicted and delivered satisfaction, then each
+    model's share of the steps)`` of one run, the costs a mean per request at the run's
+    satisfaction (the module docstring's second table)."""
     a = sim.arrays()
     rows = sim.order
     solved, costs = data.solved[rows], data.costs[rows]
@@ -171,7 +171,8 @@ def cost_split(data, X, sim: Simulation, seen: np.ndarray, capped: np.ndarray, j
     return (target, float(a["cost"].mean()), routed_cost(seen, solved, costs, target),
             routed_cost(multitask_predictions(last, Xs, M), solved, costs, target),
             routed_cost(multitask_predictions(uniform, Xs, M), solved, costs, target),
-            float(1.0 - plan.mean()), predicted, delivered)
+            float(1.0 - plan.mean()), predicted, delivered,
+            *(np.bincount(a["model"], minlength=M) / len(a["model"])))
 
 
 def learned_cost(data, X, target: float, c_shared: float, judge: bool, fits: int = 3) -> float:
@@ -241,8 +242,8 @@ def main(argv=None) -> int:
           "hindsight price that cannot reach a run's satisfaction leaves that run out of its column, "
           "counted in brackets):\n")
     print("| stream | feedback | satisfaction | router | own predictions, one price | its last fit "
-          "| uniform labels | steps off the plan | plan steps: predicted, delivered |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| uniform labels | steps off the plan | plan steps: predicted, delivered | steps per model |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, feedback, splits, call, mix in split_rows:
         cells = []
         for k in range(1, 5):
@@ -251,7 +252,14 @@ def main(argv=None) -> int:
             cells.append(f"{(splits[ok, k].mean() + call) / mix:.2f}x{missing}" if ok.any() else "-")
         print(f"| {name} | {feedback} | {100 * splits[:, 0].mean():.1f}% | " + " | ".join(cells)
               + f" | {100 * splits[:, 5].mean():.0f}% | {100 * np.nanmean(splits[:, 6]):.1f}%, "
-              f"{100 * np.nanmean(splits[:, 7]):.1f}% |")
+              f"{100 * np.nanmean(splits[:, 7]):.1f}% | "
+              + " / ".join(f"{100 * v:.1f}%" for v in splits[:, 8:].mean(axis=0)) + " |")
+    print("\nSteps per model are in the zoo's order; each model's accuracy on the stream and its mean cost per "
+          "request (a multiple of the static mixture's at alpha):")
+    for name, data, _ in streams:
+        mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), midpoint_alpha(data))[1]
+        print(f"- {name}: " + "; ".join(f"{m} {100 * acc:.1f}% at {c / mix:.2f}x" for m, acc, c in zip(
+            data.models, data.solved.mean(0), data.costs.mean(0))))
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

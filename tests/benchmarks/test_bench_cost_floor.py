@@ -63,7 +63,8 @@ def test_the_split_records_what_each_decision_saw(floor):
     a = sim.arrays()
     assert np.array_equal(seen[np.arange(len(seen)), a["model"]], a["shat_served"])
     assert 0 < capped.sum() < len(capped)  # the fallback served some steps, the plan others
-    sat, router, own, last, uniform, off_plan, predicted, delivered = splits[0]
+    sat, router, own, last, uniform, off_plan, predicted, delivered, *shares = splits[0]
+    assert np.allclose(shares, np.bincount(a["model"], minlength=data.n_models) / len(a["model"]))
     assert sat == pytest.approx(a["satisfied"].mean()) and router == pytest.approx(cost)
     assert off_plan == pytest.approx(1 - (~a["explored"] & ~capped).mean())
     assert delivered == pytest.approx(a["satisfied"][~a["explored"] & ~capped].mean())
