@@ -158,9 +158,7 @@ def cost_split(data, X, sim: Simulation, seen: np.ndarray, capped: np.ndarray, j
     models = rng.integers(0, M, len(ly))
     y = data.solved[rows[pick], models].astype(np.float64)
     if judge:
-        verdict = JUDGE_PRESETS["acpbench"].corrupt(y.astype(np.int8), rng)
-        calib = np.array([y[verdict == v].mean() if np.any(verdict == v) else 0.5 for v in (0, 1)])
-        y = np.where(np.arange(len(ly)) < policy.n_feedback, y, calib[verdict])
+        y = judged_labels(y, policy.n_feedback, rng)
     uniform = fit_multitask_logistic(X[rows[pick]], models, y, M, cfg.c_shared, cfg.c_model)
     Xs = X[rows]
     # the plan's steps (a price reached the target; not exploring): what it predicted for
@@ -173,6 +171,15 @@ def cost_split(data, X, sim: Simulation, seen: np.ndarray, capped: np.ndarray, j
             routed_cost(multitask_predictions(uniform, Xs, M), solved, costs, target),
             float(1.0 - plan.mean()), predicted, delivered,
             *(np.bincount(a["model"], minlength=M) / len(a["model"])))
+
+
+def judged_labels(y: np.ndarray, thumbs: int, rng: np.random.Generator) -> np.ndarray:
+    """The first ``thumbs`` labels as they are, the rest an ACPBench-grade judge's verdict
+    on them at its calibrated value ``P(y = 1 | verdict)`` in hindsight (as the router learns
+    the verdicts)."""
+    verdict = JUDGE_PRESETS["acpbench"].corrupt(y.astype(np.int8), rng)
+    calib = np.array([y[verdict == v].mean() if np.any(verdict == v) else 0.5 for v in (0, 1)])
+    return np.where(np.arange(len(y)) < thumbs, y, calib[verdict])
 
 
 def learned_cost(data, X, target: float, c_shared: float, judge: bool, fits: int = 3) -> float:
@@ -189,9 +196,7 @@ def learned_cost(data, X, target: float, c_shared: float, judge: bool, fits: int
         models = rng.integers(0, M, len(rows))
         y = data.solved[rows, models].astype(np.float64)
         if judge:  # thumbs on a fifth, the calibrated verdict on the rest
-            verdict = JUDGE_PRESETS["acpbench"].corrupt(y.astype(np.int8), rng)
-            calib = np.array([y[verdict == v].mean() if np.any(verdict == v) else 0.5 for v in (0, 1)])
-            y = np.where(np.arange(len(rows)) < n // 5, y, calib[verdict])
+            y = judged_labels(y, n // 5, rng)
         theta = fit_multitask_logistic(X[rows], models, y, M, c_shared, c_shared / 10)
         out.append(routed_cost(multitask_predictions(theta, X, M), data.solved, data.costs, target))
     return float(np.mean(out))
@@ -219,12 +224,14 @@ def main(argv=None) -> int:
     print("| stream | feedback | alpha | margin (points) | text-blind | learned text, oracle price | known context "
           "| router | goal |")
     print("|---|---|---|---|---|---|---|---|---|")
-    split_rows = []
+    split_rows, model_lines = [], []
     for name, data, context in streams:
         X = embed_texts(data.texts)
         alpha = midpoint_alpha(data)
         mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
         known = context_accuracy(data.solved.astype(np.float64), context)
+        model_lines.append(f"- {name}: " + "; ".join(f"{m} {100 * acc:.1f}% at {c / mix:.2f}x" for m, acc, c in zip(
+            data.models, data.solved.mean(0), data.costs.mean(0))))
         for judge, goal in zip((False, True), GOALS[name]):
             with single_threaded_blas():
                 margin, router, splits = router_runs(data, X, alpha, range(args.seeds), judge)
@@ -256,10 +263,7 @@ def main(argv=None) -> int:
               + " / ".join(f"{100 * v:.1f}%" for v in splits[:, 8:].mean(axis=0)) + " |")
     print("\nSteps per model are in the zoo's order; each model's accuracy on the stream and its mean cost per "
           "request (a multiple of the static mixture's at alpha):")
-    for name, data, _ in streams:
-        mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), midpoint_alpha(data))[1]
-        print(f"- {name}: " + "; ".join(f"{m} {100 * acc:.1f}% at {c / mix:.2f}x" for m, acc, c in zip(
-            data.models, data.solved.mean(0), data.costs.mean(0))))
+    print("\n".join(model_lines))
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 
