@@ -40,6 +40,14 @@ of the seeds whose bound cleared alpha; "false alarms" the seeds that met alpha 
 warned. The last table prints the judge's break-even price: the price per call at which
 fill-in stops paying for itself (the contextual router's cost without the judge minus its
 stream cost with it, per judge call).
+
+``--misses`` lists every missed seed: how far short, at what cost, its own bound, its first
+warning, and what became of the stream's most accurate model (its share of requests; in
+the contextual mode, the share of the stream during which it was written off, no longer
+a model that may be the best, and during which the fallback that repays a shortfall was
+on another model, each checked a hundred times a stream): a miss whose fallback was on
+another model for a quarter of the stream or more locked in on a worse model; one whose
+fallback was not ended at the limit of its margin.
 """
 
 from __future__ import annotations
@@ -64,12 +72,15 @@ from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES  # noqa: E402
 from slarouter_core.router import RouterConfig  # noqa: E402
-from slarouter_core.simulator import SimulationConfig, simulate  # noqa: E402
+from slarouter_core.simulator import Simulation, SimulationConfig  # noqa: E402
 from slarouter_core.synthetic import generate_demo_frame, random_zoo_models  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
 MODES = ("paper", "guarded", "contextual")
+#: a missed run whose fallback served another model than the most accurate for this share
+#: of its stream or more locked in on a worse model (``--misses``)
+LOCKED_IN = 0.25
 SCENARIOS = ("demo", "llama", "zoos", "unseen", "stated")
 
 
@@ -92,13 +103,55 @@ def between_best_two(data: RoutingData) -> float:
 def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int, fb: FeedbackConfig,
             call_cost: float, settings: dict) -> tuple:
     router = RouterConfig(alpha=alpha, mode=mode).with_settings(**settings)
-    sim = simulate(data, X, SimulationConfig(router, feedback_rate=0.2, seed=seed, feedback=fb))
+    sim = Simulation(data, X, SimulationConfig(router, feedback_rate=0.2, seed=seed, feedback=fb))
+    best = int(np.argmax(data.solved.mean(0)))
+    # requests served while the most accurate model was written off, and while another model
+    # was believed the best (checked 100 times a stream; the contextual mode only)
+    off = misled = 0
+    chunk = max(1, data.n_requests // 100)
+    policy = sim.router.policy
+    watch = hasattr(policy, "may_be_best")
+    while not sim.done:
+        written_off = watch and not policy.may_be_best()[best]
+        wrong = watch and fallback_model(policy) != best
+        taken = sim.step(chunk)
+        off += taken if written_off else 0
+        misled += taken if wrong else 0
     a = sim.arrays()
     calls = judge_calls(a["feedback"])
     stream = float(a["cost"].mean())
     status = sim.router.sla_status()
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
-            calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"])
+            calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
+            best_model_fate(best, a["model"], policy, off / len(a["model"]), misled / len(a["model"])))
+
+
+def fallback_model(policy) -> int:
+    """The model the contextual policy's fallback serves most now (its Thompson shares, from
+    a fixed generator: reading it leaves the run's own draws alone)."""
+    share = policy.thompson_shares(np.random.Generator(np.random.PCG64(0)))[2]
+    return int(np.argmax(share))
+
+
+def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: float) -> tuple:
+    """What became of the stream's most accurate model in one run: ``(share of requests
+    it served, ending)``, ``ending`` (contextual mode only, else None) being ``(share of the
+    stream during which the fallback would have served another model, share during which it
+    was written off, written off at the end, its request-blind level, its request-blind
+    thumbs, the model the fallback ended serving)``. The fallback's model: the one its
+    Thompson shares serve most (:func:`fallback_model`), what repays a shortfall. Written
+    off: no longer a model that
+    may be the best (``may_be_best``), so that neither the fallback nor, while no price
+    reaches the target, exploration gives it a request. A miss whose fallback served another
+    model for ``LOCKED_IN`` of the stream or more locked in on a worse model (written off,
+    or a contender the fallback seldom drew); one that did not is at the limit of its
+    margin."""
+    share = float(np.mean(served == best))
+    if not hasattr(policy, "may_be_best"):
+        return share, None
+    level = policy.blind_posterior()[0]
+    return share, (misled, off, not bool(policy.may_be_best()[best]), float(level[best]),
+                   int(policy.blind_cnt[best]), fallback_model(policy))
 
 
 def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
@@ -130,7 +183,10 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             warned=sum(1 for ms, f in zip(missed, first) if ms and f is not None and f < half), missed=int(missed.sum()),
             silent=int((cleared & missed).sum()), cleared=int(cleared.sum()),
             false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None),
-            misses=[(s, r[0], r[1] / mix, r[4], r[5]) for s, r, ms in zip(ran, res, missed) if ms]))
+            misses=[(s, r[0], r[1] / mix, r[4], r[5], r[6] if len(r) > 6 else None)
+                    for s, r, ms in zip(ran, res, missed) if ms],
+            best=(data.models[int(np.argmax(data.solved.mean(0)))], float(data.solved.mean(0).max())),
+            best_index=int(np.argmax(data.solved.mean(0))), models=data.models))
     return rows
 
 
@@ -162,15 +218,34 @@ def met_share(row: dict) -> str:
 
 def print_misses(rows: list[dict]) -> None:
     """Each missed seed of the modes that claim a bound: how far short, at what cost, what
-    its own bound said, and when it first warned."""
+    its own bound said, when it first warned, and what became of the most accurate model
+    (:func:`best_model_fate`); then how many misses ended with it written off."""
     for r in rows:
         if r["mode"] == "paper" or not r["misses"]:
             continue
-        print(f"\nmissed seeds, {r['scenario']}, {r['mode']} (alpha {100 * r['alpha']:.1f}%):")
-        for seed, sat, cost, lcb, first in r["misses"]:
+        name, acc = r["best"]
+        print(f"\nmissed seeds, {r['scenario']}, {r['mode']} (alpha {100 * r['alpha']:.1f}%; most accurate "
+              f"model {name}, {100 * acc:.1f}%):")
+        locked = 0
+        for seed, sat, cost, lcb, first, fate in r["misses"]:
             warned = "never warned" if first is None else f"first warned at request {first}"
+            end = ""
+            if fate is not None:
+                end = f"; {name} served {100 * fate[0]:.0f}% of requests"
+                if fate[1] is not None:
+                    misled, off, at_end, level, thumbs, believed = fate[1]
+                    locked += misled >= LOCKED_IN
+                    end += (f", the fallback on another model for {100 * misled:.0f}% of the stream, "
+                            f"{name} written off for {100 * off:.0f}%, {'written off' if at_end else 'a contender'} "
+                            f"at the end (level {100 * level:.1f}% on {thumbs} request-blind thumbs"
+                            + (f"; the fallback on {r['models'][believed]})" if believed != r["best_index"]
+                               else ")"))
             print(f"  seed {seed}: {100 * sat:.2f}% ({100 * (sat - r['alpha']):+.2f} points) at {cost:.2f}x, "
-                  f"own LCB {100 * lcb:.2f}%, {warned}", flush=True)
+                  f"own LCB {100 * lcb:.2f}%, {warned}{end}", flush=True)
+        if any(m[5] is not None and m[5][1] is not None for m in r["misses"]):
+            print(f"  {locked} of {len(r['misses'])} misses had the fallback on another model for "
+                  f"{100 * LOCKED_IN:.0f}% of the stream or more (locked in); {len(r['misses']) - locked} "
+                  f"at the limit of the margin", flush=True)
 
 
 def break_even(plain: list[dict], judged: list[dict]) -> None:

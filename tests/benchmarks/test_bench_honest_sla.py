@@ -1,5 +1,6 @@
 """The honest-SLA benchmark script: a user's own encoder is taken, a missing one refused."""
 
+import numpy as np
 import pytest
 
 from ._scripts import load_script
@@ -67,7 +68,7 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
                        "--misses"]) == 0
     out = capsys.readouterr().out
-    assert "missed seeds, demo (mixed), contextual (alpha 80.0%):" in out
+    assert "missed seeds, demo (mixed), contextual (alpha 80.0%; most accurate model large-70b, 86.9%):" in out
     line = [l for l in out.splitlines() if l.strip().startswith("seed 1:")]
     assert len(line) == 2  # without and with the judge
     assert "70.00% (-10.00 points)" in line[0] and "own LCB 66.00%" in line[0]
@@ -87,3 +88,53 @@ def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, caps
     row = [line for line in out.splitlines() if line.startswith("| demo (mixed) | contextual |")][0]
     assert f"| 36/40 | yes | {share} |" in row
     assert "share of runs >= alpha (95% CI)" in out
+
+
+def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys, monkeypatch):
+    # seed 1 locked in (the fallback on the 32B for 70% of the stream, the best model written
+    # off for 60%); seed 2 ended at its margin (the fallback on another model for 10%)
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3))),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2))),
+            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)))}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--misses"]) == 0
+    out = capsys.readouterr().out.split("+ judge")[0]  # the thumbs-only table's lines
+    best = "large-70b"  # the demo's most accurate model
+    assert f"most accurate model {best}, 86.9%" in out
+    seed1 = [line for line in out.splitlines() if line.strip().startswith("seed 1:")][0]
+    assert (f"{best} served 5% of requests, the fallback on another model for 70% of the stream, {best} "
+            f"written off for 60%, written off at the end (level 42.0% on 7 request-blind thumbs; the fallback "
+            f"on medium-32b)") in seed1
+    seed2 = [line for line in out.splitlines() if line.strip().startswith("seed 2:")][0]
+    assert seed2.endswith(f"the fallback on another model for 10% of the stream, {best} written off for 5%, "
+                          "a contender at the end (level 83.0% on 80 request-blind thumbs)")
+    assert ("1 of 2 misses had the fallback on another model for 25% of the stream or more (locked in); "
+            "1 at the limit of the margin") in out
+
+
+def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulation(bench):
+    from slarouter_core.feedback import FeedbackConfig
+    from slarouter_core.router import RouterConfig
+    from slarouter_core.simulator import SimulationConfig, simulate
+
+    data = bench.synthetic(4, 200, 0)
+    X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
+    alpha = bench.midpoint_alpha(data)
+    sat, cost, stream, calls, lcb, first, (share, fate) = bench.one_run(data, X, "contextual", alpha, 3,
+                                                                        FeedbackConfig(), 0.0, {})
+    # stepping in chunks to watch the best model routes exactly as one call
+    sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
+                                             seed=3, feedback=FeedbackConfig()))
+    a = sim.arrays()
+    assert sat == float(a["satisfied"].mean()) and stream == float(a["cost"].mean())
+    best = int(np.argmax(data.solved.mean(0)))
+    assert share == float(np.mean(a["model"] == best))
+    misled, off, at_end, level, thumbs, believed = fate
+    pol = sim.router.policy
+    assert 0.0 <= off <= 1.0 and 0.0 <= misled <= 1.0 and at_end == (not pol.may_be_best()[best])
+    assert level == float(pol.blind_posterior()[0][best]) and thumbs == int(pol.blind_cnt[best])
+    assert believed == bench.fallback_model(pol) and 0 <= believed < data.n_models
+    # a mode without a write-off test says nothing about it
+    assert bench.one_run(data, X, "paper", alpha, 3, FeedbackConfig(), 0.0, {})[6][1] is None
