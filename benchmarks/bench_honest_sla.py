@@ -105,8 +105,8 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     router = RouterConfig(alpha=alpha, mode=mode).with_settings(**settings)
     sim = Simulation(data, X, SimulationConfig(router, feedback_rate=0.2, seed=seed, feedback=fb))
     best = int(np.argmax(data.solved.mean(0)))
-    # requests served while the most accurate model was written off, and while another model
-    # was believed the best (checked 100 times a stream; the contextual mode only)
+    # requests served while the most accurate model was written off, and while the fallback
+    # was on another model (checked 100 times a stream; the contextual mode only)
     off = misled = 0
     chunk = max(1, data.n_requests // 100)
     policy = sim.router.policy
@@ -127,8 +127,8 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
 
 
 def fallback_model(policy) -> int:
-    """The model the contextual policy's fallback serves most now (its Thompson shares, from
-    a fixed generator: reading it leaves the run's own draws alone)."""
+    """The model the contextual policy's Thompson fallback (the default) serves most now (its
+    shares from a fixed generator: reading them leaves the run's own draws alone)."""
     share = policy.thompson_shares(np.random.Generator(np.random.PCG64(0)))[2]
     return int(np.argmax(share))
 
@@ -140,12 +140,11 @@ def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: f
     was written off, written off at the end, its request-blind level, its request-blind
     thumbs, the model the fallback ended serving)``. The fallback's model: the one its
     Thompson shares serve most (:func:`fallback_model`), what repays a shortfall. Written
-    off: no longer a model that
-    may be the best (``may_be_best``), so that neither the fallback nor, while no price
-    reaches the target, exploration gives it a request. A miss whose fallback served another
-    model for ``LOCKED_IN`` of the stream or more locked in on a worse model (written off,
-    or a contender the fallback seldom drew); one that did not is at the limit of its
-    margin."""
+    off: no longer a model that may be the best (``may_be_best``), so that neither the
+    fallback nor, while no price reaches the target, exploration gives it a request. A
+    miss whose fallback served another model for ``LOCKED_IN`` of the stream or more
+    locked in on a worse model (written off, or a contender the fallback seldom drew);
+    one that did not is at the limit of its margin."""
     share = float(np.mean(served == best))
     if not hasattr(policy, "may_be_best"):
         return share, None
@@ -166,6 +165,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
                                 for m, s in tasks)
     rows = []
     half = data.n_requests / 2
+    best = int(np.argmax(data.solved.mean(0)))
     for m in modes:
         res = [r for (mm, _), r in zip(tasks, out) if mm == m]
         ran = [s for mm, s in tasks if mm == m]
@@ -185,8 +185,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None),
             misses=[(s, r[0], r[1] / mix, r[4], r[5], r[6] if len(r) > 6 else None)
                     for s, r, ms in zip(ran, res, missed) if ms],
-            best=(data.models[int(np.argmax(data.solved.mean(0)))], float(data.solved.mean(0).max())),
-            best_index=int(np.argmax(data.solved.mean(0))), models=data.models))
+            best=(data.models[best], float(data.solved.mean(0)[best])), best_index=best, models=data.models))
     return rows
 
 
@@ -219,7 +218,7 @@ def met_share(row: dict) -> str:
 def print_misses(rows: list[dict]) -> None:
     """Each missed seed of the modes that claim a bound: how far short, at what cost, what
     its own bound said, when it first warned, and what became of the most accurate model
-    (:func:`best_model_fate`); then how many misses ended with it written off."""
+    (:func:`best_model_fate`); then how many misses locked in on a worse model."""
     for r in rows:
         if r["mode"] == "paper" or not r["misses"]:
             continue
