@@ -41,7 +41,7 @@ def test_routing_on_a_perfect_prediction_beats_every_text_blind_mix(floor):
     assert cost < 0.6 * blind
 
 
-def test_the_split_records_what_each_decision_saw(floor):
+def test_the_split_records_what_each_decision_saw(floor, monkeypatch):
     """The run's split reads the predictions each choice used (the served model's is the
     step's own ``shat_served``), the fallback's steps as off the plan, and prices every
     column at the satisfaction the run delivered."""
@@ -53,12 +53,9 @@ def test_the_split_records_what_each_decision_saw(floor):
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     runs = []
     real = floor.cost_split
-    floor.cost_split = lambda data, X, sim, seen, capped, judge, seed: runs.append((sim, seen, capped)) or real(
-        data, X, sim, seen, capped, judge, seed)
-    try:
-        margin, cost, splits = floor.router_runs(data, X, 0.6, [0], judge=False)  # below the midpoint: the plan reaches it
-    finally:
-        floor.cost_split = real
+    monkeypatch.setattr(floor, "cost_split", lambda data, X, sim, seen, capped, judge, seed: runs.append(
+        (sim, seen, capped)) or real(data, X, sim, seen, capped, judge, seed))
+    margin, cost, splits = floor.router_runs(data, X, 0.6, [0], judge=False)  # below the midpoint: the plan reaches it
     sim, seen, capped = runs[0]
     a = sim.arrays()
     assert np.array_equal(seen[np.arange(len(seen)), a["model"]], a["shat_served"])
