@@ -183,8 +183,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             warned=sum(1 for ms, f in zip(missed, first) if ms and f is not None and f < half), missed=int(missed.sum()),
             silent=int((cleared & missed).sum()), cleared=int(cleared.sum()),
             false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None),
-            misses=[(s, r[0], r[1] / mix, r[4], r[5], r[6] if len(r) > 6 else None)
-                    for s, r, ms in zip(ran, res, missed) if ms],
+            misses=[(s, r[0], r[1] / mix, r[4], r[5], r[6]) for s, r, ms in zip(ran, res, missed) if ms],
             best=(data.models[best], float(data.solved.mean(0)[best])), best_index=best, models=data.models))
     return rows
 
@@ -228,20 +227,18 @@ def print_misses(rows: list[dict]) -> None:
         locked = 0
         for seed, sat, cost, lcb, first, fate in r["misses"]:
             warned = "never warned" if first is None else f"first warned at request {first}"
-            end = ""
-            if fate is not None:
-                end = f"; {name} served {100 * fate[0]:.0f}% of requests"
-                if fate[1] is not None:
-                    misled, off, at_end, level, thumbs, believed = fate[1]
-                    locked += misled >= LOCKED_IN
-                    end += (f", the fallback on another model for {100 * misled:.0f}% of the stream, "
-                            f"{name} written off for {100 * off:.0f}%, {'written off' if at_end else 'a contender'} "
-                            f"at the end (level {100 * level:.1f}% on {thumbs} request-blind thumbs"
-                            + (f"; the fallback on {r['models'][believed]})" if believed != r["best_index"]
-                               else ")"))
+            end = f"; {name} served {100 * fate[0]:.0f}% of requests"
+            if fate[1] is not None:
+                misled, off, at_end, level, thumbs, believed = fate[1]
+                locked += misled >= LOCKED_IN
+                end += (f", the fallback on another model for {100 * misled:.0f}% of the stream, "
+                        f"{name} written off for {100 * off:.0f}%, {'written off' if at_end else 'a contender'} "
+                        f"at the end (level {100 * level:.1f}% on {thumbs} request-blind thumbs"
+                        + (f"; the fallback on {r['models'][believed]})" if believed != r["best_index"]
+                           else ")"))
             print(f"  seed {seed}: {100 * sat:.2f}% ({100 * (sat - r['alpha']):+.2f} points) at {cost:.2f}x, "
                   f"own LCB {100 * lcb:.2f}%, {warned}{end}", flush=True)
-        if any(m[5] is not None and m[5][1] is not None for m in r["misses"]):
+        if any(m[5][1] is not None for m in r["misses"]):
             print(f"  {locked} of {len(r['misses'])} misses had the fallback on another model for "
                   f"{100 * LOCKED_IN:.0f}% of the stream or more (locked in); {len(r['misses']) - locked} "
                   f"at the limit of the margin", flush=True)

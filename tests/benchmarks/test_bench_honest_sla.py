@@ -62,7 +62,8 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
 
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
     # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None), 1: (0.70, 0.5, 0.5, 0.0, 0.66, 40)}
+    # (no ending for the best model: as a mode without a write-off test reports)
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None)), 1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None))}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -79,7 +80,7 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
 def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, capsys, monkeypatch):
     # seeds 0-35 meet alpha (85% against 80%), seeds 36-39 miss it: 36 of 40
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
-                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None))
+                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None)))
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "40", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
