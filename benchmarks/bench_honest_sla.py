@@ -113,7 +113,8 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     watch = hasattr(policy, "may_be_best")
     while not sim.done:
         written_off = watch and not policy.may_be_best()[best]
-        wrong = watch and fallback_model(policy) != best
+        believed = policy.fallback_model() if watch else None
+        wrong = believed is not None and believed != best
         taken = sim.step(chunk)
         off += taken if written_off else 0
         misled += taken if wrong else 0
@@ -126,20 +127,15 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
             best_model_fate(best, a["model"], policy, off / len(a["model"]), misled / len(a["model"])))
 
 
-def fallback_model(policy) -> int:
-    """The model the contextual policy's Thompson fallback (the default) serves most now (its
-    shares from a fixed generator: reading them leaves the run's own draws alone)."""
-    share = policy.thompson_shares(np.random.Generator(np.random.PCG64(0)))[2]
-    return int(np.argmax(share))
-
-
 def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: float) -> tuple:
     """What became of the stream's most accurate model in one run: ``(share of requests
     it served, ending)``, ``ending`` (contextual mode only, else None) being ``(share of the
     stream during which the fallback would have served another model, share during which it
     was written off, written off at the end, its request-blind level, its request-blind
-    thumbs, the model the fallback ended serving)``. The fallback's model: the one its
-    Thompson shares serve most (:func:`fallback_model`), what repays a shortfall. Written
+    thumbs, the model the fallback ended serving)``. The fallback's model: the one model it
+    serves every request (``ContextualPolicy.fallback_model``: for the Thompson fallback,
+    the one its shares serve most), what repays a shortfall; None, and never "on another
+    model", for the ``request`` fallback (``--ablate fallback``), which has no one model. Written
     off: no longer a model that may be the best (``may_be_best``), so that neither the
     fallback nor, while no price reaches the target, exploration gives it a request. A
     miss whose fallback served another model for ``LOCKED_IN`` of the stream or more
@@ -150,7 +146,7 @@ def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: f
         return share, None
     level = policy.blind_posterior()[0]
     return share, (misled, off, not bool(policy.may_be_best()[best]), float(level[best]),
-                   int(policy.blind_cnt[best]), fallback_model(policy))
+                   int(policy.blind_cnt[best]), policy.fallback_model())
 
 
 def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
@@ -234,7 +230,8 @@ def print_misses(rows: list[dict]) -> None:
                 end += (f", the fallback on another model for {100 * misled:.0f}% of the stream, "
                         f"{name} written off for {100 * off:.0f}%, {'written off' if at_end else 'a contender'} "
                         f"at the end (level {100 * level:.1f}% on {thumbs} request-blind thumbs"
-                        + (f"; the fallback on {r['models'][believed]})" if believed != r["best_index"]
+                        + ("; the fallback per request)" if believed is None
+                           else f"; the fallback on {r['models'][believed]})" if believed != r["best_index"]
                            else ")"))
             print(f"  seed {seed}: {100 * sat:.2f}% ({100 * (sat - r['alpha']):+.2f} points) at {cost:.2f}x, "
                   f"own LCB {100 * lcb:.2f}%, {warned}{end}", flush=True)

@@ -589,6 +589,26 @@ class ContextualPolicy(Policy):
             return mean, draws, np.eye(self.M)[m], m, True
         return mean, draws, share, int(picks[0]), False
 
+    def optimistic(self, base: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Levels with the ``optimism`` bonus of the ``"level"`` and ``"request"`` fallbacks
+        (``labels`` inf: no bonus, the Thompson fallback's levels as they are)."""
+        return np.minimum(1.0, base + self.config.optimism * np.sqrt(base * (1.0 - base) / (labels + 1.0)))
+
+    def fallback_model(self) -> int | None:
+        """The one model the overall fallback would serve every request now, for reports
+        (``--misses``): the Thompson fallback's most-served model (its shares from a fixed
+        generator, so reading them leaves the run's own draws alone), the ``"level"``
+        fallback's best optimistic level; None for the ``"request"`` fallback, which serves
+        each request its own best-predicted model."""
+        cfg = self.config
+        if cfg.fallback == "thompson":
+            return int(np.argmax(self.thompson_shares(np.random.Generator(np.random.PCG64(0)))[2]))
+        if cfg.fallback == "level":  # ties (e.g. every level optimistic to 1) to the cheapest, as it serves
+            level = self.optimistic(self.blind_posterior()[0], self.blind_cnt)
+            top = np.flatnonzero(level == level.max())
+            return int(top[np.argmin(self.mean_cost()[top])])
+        return None
+
     def risk_rate(self, t: int) -> float:
         """The satisfaction rate the rest of the window can reach at best, for the at-risk
         test: each model at a 95% upper bound on its level, served in the shares the
@@ -672,7 +692,7 @@ class ContextualPolicy(Policy):
                 base = self.blind_posterior()[0]
             else:
                 n, base = self.cnt, p
-            used = np.minimum(1.0, base + cfg.optimism * np.sqrt(base * (1.0 - base) / (n + 1.0)))
+            used = self.optimistic(base, n)
         lowest = int(np.argmin(costs - self.lam * used))
         rule = lowest if fb is None else fb
         if explore:

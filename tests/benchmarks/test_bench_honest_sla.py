@@ -136,6 +136,26 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     pol = sim.router.policy
     assert 0.0 <= off <= 1.0 and 0.0 <= misled <= 1.0 and at_end == (not pol.may_be_best()[best])
     assert level == float(pol.blind_posterior()[0][best]) and thumbs == int(pol.blind_cnt[best])
-    assert believed == bench.fallback_model(pol) and 0 <= believed < data.n_models
+    assert believed == pol.fallback_model() and 0 <= believed < data.n_models
     # a mode without a write-off test says nothing about it
     assert bench.one_run(data, X, "paper", alpha, 3, FeedbackConfig(), 0.0, {})[6][1] is None
+
+
+def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallbacks(bench, capsys, monkeypatch):
+    """``--ablate fallback`` serves each request its own best-predicted model: a run never
+    counts as "the fallback on another model", and a miss says the fallback was per request."""
+    from slarouter_core.feedback import FeedbackConfig
+
+    data = bench.synthetic(4, 200, 0)
+    X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
+    alpha = bench.midpoint_alpha(data)
+    share, fate = bench.one_run(data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {"fallback": "request"})[6]
+    misled, believed = fate[0], fate[5]
+    assert misled == 0.0 and believed is None
+    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)))}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "1", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--misses"]) == 0
+    seed0 = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("seed 0:")][0]
+    assert seed0.endswith("(level 42.0% on 7 request-blind thumbs; the fallback per request)")

@@ -722,3 +722,38 @@ def test_the_thumbs_overrule_a_wrong_statement():
                                                seed=seed)).arrays()
         assert a["satisfied"].mean() >= 0.8
         assert (a["model"][1500:] == 2).mean() < 0.05
+
+
+@pytest.mark.parametrize("fallback", ["thompson", "level", "request"])
+def test_the_reported_fallback_model_is_the_one_the_fallback_serves(fallback):
+    """``fallback_model`` (what ``--misses`` reports) names the model the configured fallback
+    serves every request, not the Thompson fallback's under another fallback; the per-request
+    fallback has no one model."""
+    from slarouter_core.policies.text_model import PRICE_CAP
+
+    acc = (0.55, 0.78, 0.66)
+    data, X = zoo(800, acc_easy=acc, acc_hard=acc, cost=(1.0, 5.0, 40.0))
+    # model 1 stated far above the others and worth many labels, no thumbs: the Thompson
+    # fallback serves it; the level fallback, every level optimistic to 1 without thumbs,
+    # serves the cheapest
+    sim = simulate(data, X, SimulationConfig(contextual(0.75, fallback=fallback, stated_levels=acc,
+                                                        stated_weight=1000.0), feedback_rate=0.0, seed=0))
+    a, policy = sim.arrays(), sim.router.policy
+    if fallback == "request":
+        assert policy.fallback_model() is None
+        return
+    served = {"thompson": 1, "level": 0}[fallback]
+    assert policy.fallback_model() == served
+    assert (a["model"][~a["explored"]] == served).mean() > 0.95
+    # now model 0 has the best mean level (61/102) and model 1 the best optimistic one
+    # (2/4 on 2 thumbs): the level fallback serves and reports model 1
+    policy.prior_a[:] = 1.0
+    policy.prior_b[:] = 1.0
+    policy.blind_pos[:] = (60.0, 1.0, 0.0)
+    policy.blind_cnt[:] = (100.0, 2.0, 50.0)
+    policy.blind_n[:] = 0.0  # thumbs-only levels
+    assert int(np.argmax(policy.blind_posterior()[0])) == 0
+    if fallback == "level":
+        policy.lam = PRICE_CAP
+        step = policy.choose(X[0], data.costs[0], t=801, u_explore=1.0, u_choice=0.5)
+        assert step.model == policy.fallback_model() == 1
