@@ -59,7 +59,7 @@ def context_report(X: np.ndarray, solved: np.ndarray, context: np.ndarray, seed:
     share-weighted mean absolute difference)."""
     from sklearn.linear_model import LogisticRegression
 
-    cfg = ContextualConfig()
+    cfg = ContextualConfig()  # the router's own settings unless given
     c_shared = cfg.c_shared if c_shared is None else c_shared
     c_model = cfg.c_model if c_model is None else c_model
     X = np.asarray(X, np.float64)
@@ -73,12 +73,12 @@ def context_report(X: np.ndarray, solved: np.ndarray, context: np.ndarray, seed:
     probe = LogisticRegression(C=10.0, max_iter=2000).fit(X[fit], k[fit])
     named = probe.predict(X[held])
     truth = k[held]
-    recall = np.array([float(np.mean(named[truth == c] == c)) if np.any(truth == c) else np.nan
-                       for c in range(len(names))])
-    confusion = np.zeros((len(names), len(names)))
+    K = len(names)
+    confusion = np.zeros((K, K))
     np.add.at(confusion, (truth, named), 1.0)
-    rows = confusion.sum(1, keepdims=True)
-    off = np.where(np.eye(len(names), dtype=bool), 0.0, confusion / np.maximum(rows, 1.0))
+    rows = confusion.sum(1)
+    recall = np.divide(np.diag(confusion), rows, out=np.full(K, np.nan), where=rows > 0)
+    off = np.where(np.eye(K, dtype=bool), 0.0, confusion / np.maximum(rows, 1.0)[:, None])
     top = np.argsort(off, axis=None)[::-1][:3]
     confused = [(str(names[i]), str(names[j]), float(off[i, j])) for i, j in zip(*np.unravel_index(top, off.shape))
                 if off[i, j] > 0]
@@ -87,11 +87,15 @@ def context_report(X: np.ndarray, solved: np.ndarray, context: np.ndarray, seed:
     theta = fit_multitask_logistic(np.repeat(X[rows_fit], M, axis=0), np.tile(np.arange(M), len(rows_fit)),
                                    solved[rows_fit].ravel(), M, c_shared, c_model)
     P = multitask_predictions(theta, X[held], M)
-    share = np.bincount(truth, minlength=len(names)) / len(truth)
-    accuracy = np.array([solved[held][truth == c].mean(0) if np.any(truth == c) else np.full(M, np.nan)
-                         for c in range(len(names))])
-    predicted = np.array([P[truth == c].mean(0) if np.any(truth == c) else np.full(M, np.nan)
-                          for c in range(len(names))])
+
+    def per_context(values: np.ndarray) -> np.ndarray:
+        """(K, M) mean of ``values`` (held-out rows) over each context's rows (nan: none)."""
+        sums = np.zeros((K, M))
+        np.add.at(sums, truth, values)
+        return np.divide(sums, rows[:, None], out=np.full((K, M), np.nan), where=rows[:, None] > 0)
+
+    share = rows / len(truth)
+    accuracy, predicted = per_context(solved[held]), per_context(P)
     present = share > 0
     error = float(share[present] @ np.abs(predicted - accuracy)[present].mean(1))
     return {"names": [str(v) for v in names], "share": share, "recall": recall, "probe": float(np.mean(named == truth)),
@@ -123,6 +127,8 @@ def main(argv=None) -> int:
                     help="a larger log is read on a seeded sample of this many requests (the full-information "
                          "fit holds every model's label of half of them in memory)")
     args = ap.parse_args(argv)
+    if args.max_requests < 4:
+        ap.error("--max-requests must be at least 4")
     try:  # a missing encoder is refused before any stream is read
         get_encoder(args.encoder)
     except EncoderUnavailableError as err:
@@ -144,17 +150,16 @@ def main(argv=None) -> int:
         demo = load_any(ROOT / "data" / "demo.parquet")
         streams.append(("demo (mixed; context: topic and the lead phrase's difficulty, 0-4)", demo,
                         np.array([f"{t} {d}" for t, d in zip(demo.benchmarks, demo_difficulty(demo.texts))])))
+    cfg = ContextualConfig()
     print(f"encoder {args.encoder}; half split seed {args.seed}; text model as the contextual router's "
-          f"(c_shared={ContextualConfig().c_shared:g}, c_model={ContextualConfig().c_model:g})")
-    if args.max_requests < 4:
-        ap.error("--max-requests must be at least 4")
+          f"(c_shared={cfg.c_shared:g}, c_model={cfg.c_model:g})")
     for title, data, context in streams:
         rows = np.arange(data.n_requests)
         if len(rows) > args.max_requests:
             rows = np.sort(np.random.default_rng(args.seed).choice(len(rows), args.max_requests, replace=False))
             title += f", a sample of {args.max_requests} of its {data.n_requests} requests"
         texts = data.texts
-        X = embed_texts([texts[i] for i in rows], args.encoder)
+        X = embed_texts([texts[i] for i in rows], args.encoder)  # only the rows read
         try:
             rep = context_report(X, data.solved[rows], context[rows], args.seed)
         except ValueError as err:

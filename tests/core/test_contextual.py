@@ -745,15 +745,15 @@ def test_the_reported_fallback_model_is_the_one_the_fallback_serves(fallback):
     served = {"thompson": 1, "level": 0}[fallback]
     assert policy.fallback_model() == served
     assert (a["model"][~a["explored"]] == served).mean() > 0.95
-    # now model 0 has the best mean level (61/102) and model 1 the best optimistic one
-    # (2/4 on 2 thumbs): the level fallback serves and reports model 1
-    policy.prior_a[:] = 1.0
-    policy.prior_b[:] = 1.0
-    policy.blind_pos[:] = (60.0, 1.0, 0.0)
-    policy.blind_cnt[:] = (100.0, 2.0, 50.0)
-    policy.blind_n[:] = 0.0  # thumbs-only levels
-    assert int(np.argmax(policy.blind_posterior()[0])) == 0
     if fallback == "level":
+        # now model 0 has the best mean level (61/102) and model 1 the best optimistic one
+        # (2/4 on 2 thumbs): the level fallback serves and reports model 1
+        policy.prior_a[:] = 1.0
+        policy.prior_b[:] = 1.0
+        policy.blind_pos[:] = (60.0, 1.0, 0.0)
+        policy.blind_cnt[:] = (100.0, 2.0, 50.0)
+        policy.blind_n[:] = 0.0  # thumbs-only levels
+        assert int(np.argmax(policy.blind_posterior()[0])) == 0
         policy.lam = PRICE_CAP
         step = policy.choose(X[0], data.costs[0], t=801, u_explore=1.0, u_choice=0.5)
         assert step.model == policy.fallback_model() == 1
