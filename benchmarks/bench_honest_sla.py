@@ -44,10 +44,10 @@ stream cost with it, per judge call).
 ``--misses`` lists every missed seed: how far short, at what cost, its own bound, its first
 warning, and what became of the stream's most accurate model (its share of requests; in
 the contextual mode, the share of the stream during which it was written off, no longer
-a model that may be the best, and during which the fallback that repays a shortfall was
-on another model, each checked a hundred times a stream): a miss whose fallback was on
-another model for a quarter of the stream or more locked in on a worse model; one whose
-fallback was not ended at the limit of its margin.
+a model that may be the best, checked a hundred times a stream, and the share of requests
+that the fallback, which repays a shortfall, served on another model): a miss whose
+fallback served another model on a quarter of the requests or more locked in on a worse
+model; one whose fallback did not ended at the limit of its margin.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from slarouter_core.experiments import PAPER_EXCLUDE, chance_to_meet, load_any, 
 from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES  # noqa: E402
+from slarouter_core.policies.text_model import PRICE_CAP  # noqa: E402
 from slarouter_core.router import RouterConfig  # noqa: E402
 from slarouter_core.simulator import Simulation, SimulationConfig  # noqa: E402
 from slarouter_core.synthetic import generate_demo_frame, random_zoo_models  # noqa: E402
@@ -78,8 +79,8 @@ from slarouter_core.synthetic import generate_demo_frame, random_zoo_models  # n
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
 MODES = ("paper", "guarded", "contextual")
-#: a missed run whose fallback served another model than the most accurate for this share
-#: of its stream or more locked in on a worse model (``--misses``)
+#: a missed run whose fallback served another model than the most accurate on this share
+#: of its requests or more locked in on a worse model (``--misses``)
 LOCKED_IN = 0.25
 SCENARIOS = ("demo", "llama", "zoos", "unseen", "stated")
 
@@ -105,20 +106,26 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     router = RouterConfig(alpha=alpha, mode=mode).with_settings(**settings)
     sim = Simulation(data, X, SimulationConfig(router, feedback_rate=0.2, seed=seed, feedback=fb))
     best = int(np.argmax(data.solved.mean(0)))
-    # requests served while the most accurate model was written off, and while the fallback
-    # was on another model (checked 100 times a stream; the contextual mode only)
-    off = misled = 0
+    # requests served while the most accurate model was written off (checked 100 times a
+    # stream), and whether the fallback served each request (no price reached the target;
+    # the price a step used is the policy's after it); the contextual mode only
+    off = 0
     chunk = max(1, data.n_requests // 100)
     policy = sim.router.policy
     watch = hasattr(policy, "may_be_best")
+    capped = np.zeros(data.n_requests, bool)
     while not sim.done:
         written_off = watch and not policy.may_be_best()[best]
-        believed = policy.fallback_model() if watch else None
-        wrong = believed is not None and believed != best
-        taken = sim.step(chunk)
-        off += taken if written_off else 0
-        misled += taken if wrong else 0
+        start = sim.t
+        for _ in range(min(chunk, data.n_requests - start)):
+            sim.step(1)
+            capped[sim.t - 1] = watch and policy.lam >= PRICE_CAP
+        off += sim.t - start if written_off else 0
     a = sim.arrays()
+    # the fallback that serves one model (not the per-request one) served another than the
+    # most accurate: a request it served, not explored, on another model
+    one_model = watch and policy.config.fallback != "request"
+    misled = int(np.sum(capped & ~a["explored"] & (a["model"] != best))) if one_model else 0
     calls = judge_calls(a["feedback"])
     stream = float(a["cost"].mean())
     status = sim.router.sla_status()
@@ -130,15 +137,16 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
 def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: float) -> tuple:
     """What became of the stream's most accurate model in one run: ``(share of requests
     it served, ending)``, ``ending`` (contextual mode only, else None) being ``(share of the
-    stream during which the fallback would have served another model, share during which it
-    was written off, written off at the end, its request-blind level, its request-blind
-    thumbs, the model the fallback ended serving)``. The fallback's model: the one model it
-    serves every request (``ContextualPolicy.fallback_model``: for the Thompson fallback,
-    the one its shares serve most), what repays a shortfall; None, and never "on another
-    model", for the ``request`` fallback (``--ablate fallback``), which has no one model. Written
+    requests the fallback served on another model (no price reached the target, not
+    exploring), share of the stream during which it was written off, written off at the
+    end, its request-blind level, its request-blind thumbs, the model the fallback ended
+    on)``. The fallback's model at the end: the one model it would serve every request
+    (``ContextualPolicy.fallback_model``: for the Thompson fallback, the one its shares
+    serve most); None, and never "another model", for the ``request`` fallback
+    (``--ablate fallback``), which serves each request its own best-predicted model. Written
     off: no longer a model that may be the best (``may_be_best``), so that neither the
     fallback nor, while no price reaches the target, exploration gives it a request. A
-    miss whose fallback served another model for ``LOCKED_IN`` of the stream or more
+    miss whose fallback served another model on ``LOCKED_IN`` of the requests or more
     locked in on a worse model (written off, or a contender the fallback seldom drew);
     one that did not is at the limit of its margin."""
     share = float(np.mean(served == best))
@@ -227,7 +235,7 @@ def print_misses(rows: list[dict]) -> None:
             if fate[1] is not None:
                 misled, off, at_end, level, thumbs, believed = fate[1]
                 locked += misled >= LOCKED_IN
-                end += (f", the fallback on another model for {100 * misled:.0f}% of the stream, "
+                end += (f", the fallback on another model for {100 * misled:.0f}% of requests, "
                         f"{name} written off for {100 * off:.0f}%, {'written off' if at_end else 'a contender'} "
                         f"at the end (level {100 * level:.1f}% on {thumbs} request-blind thumbs"
                         + ("; the fallback per request)" if believed is None
@@ -237,7 +245,7 @@ def print_misses(rows: list[dict]) -> None:
                   f"own LCB {100 * lcb:.2f}%, {warned}{end}", flush=True)
         if any(m[5][1] is not None for m in r["misses"]):
             print(f"  {locked} of {len(r['misses'])} misses had the fallback on another model for "
-                  f"{100 * LOCKED_IN:.0f}% of the stream or more (locked in); {len(r['misses']) - locked} "
+                  f"{100 * LOCKED_IN:.0f}% of requests or more (locked in); {len(r['misses']) - locked} "
                   f"at the limit of the margin", flush=True)
 
 

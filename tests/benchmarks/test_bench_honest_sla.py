@@ -92,8 +92,8 @@ def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, caps
 
 
 def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys, monkeypatch):
-    # seed 1 locked in (the fallback on the 32B for 70% of the stream, the best model written
-    # off for 60%); seed 2 ended at its margin (the fallback on another model for 10%)
+    # seed 1 locked in (the fallback served the 32B on 70% of requests, the best model written
+    # off for 60% of the stream); seed 2 ended at its margin (the fallback on another model for 10%)
     fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3))),
             1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2))),
             2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)))}
@@ -105,20 +105,21 @@ def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys,
     best = "large-70b"  # the demo's most accurate model
     assert f"most accurate model {best}, 86.9%" in out
     seed1 = [line for line in out.splitlines() if line.strip().startswith("seed 1:")][0]
-    assert (f"{best} served 5% of requests, the fallback on another model for 70% of the stream, {best} "
+    assert (f"{best} served 5% of requests, the fallback on another model for 70% of requests, {best} "
             f"written off for 60%, written off at the end (level 42.0% on 7 request-blind thumbs; the fallback "
             f"on medium-32b)") in seed1
     seed2 = [line for line in out.splitlines() if line.strip().startswith("seed 2:")][0]
-    assert seed2.endswith(f"the fallback on another model for 10% of the stream, {best} written off for 5%, "
+    assert seed2.endswith(f"the fallback on another model for 10% of requests, {best} written off for 5%, "
                           "a contender at the end (level 83.0% on 80 request-blind thumbs)")
-    assert ("1 of 2 misses had the fallback on another model for 25% of the stream or more (locked in); "
+    assert ("1 of 2 misses had the fallback on another model for 25% of requests or more (locked in); "
             "1 at the limit of the margin") in out
 
 
 def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulation(bench):
     from slarouter_core.feedback import FeedbackConfig
+    from slarouter_core.policies.text_model import PRICE_CAP
     from slarouter_core.router import RouterConfig
-    from slarouter_core.simulator import SimulationConfig, simulate
+    from slarouter_core.simulator import Simulation, SimulationConfig, simulate
 
     data = bench.synthetic(4, 200, 0)
     X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
@@ -134,7 +135,18 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     assert share == float(np.mean(a["model"] == best))
     misled, off, at_end, level, thumbs, believed = fate
     pol = sim.router.policy
-    assert 0.0 <= off <= 1.0 and 0.0 <= misled <= 1.0 and at_end == (not pol.may_be_best()[best])
+    assert 0.0 <= off <= 1.0 and at_end == (not pol.may_be_best()[best])
+    # "the fallback on another model": the requests it served (no price reached the target,
+    # not exploring) on another model than the most accurate, read step by step
+    again = Simulation(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
+                                                 seed=3, feedback=FeedbackConfig()))
+    capped = []
+    while not again.done:
+        again.step(1)
+        capped.append(again.router.policy.lam >= PRICE_CAP)
+    by_fallback = np.array(capped) & ~a["explored"]
+    assert by_fallback.any() and (a["model"][by_fallback] != best).any()
+    assert misled == float(np.mean(by_fallback & (a["model"] != best)))
     assert level == float(pol.blind_posterior()[0][best]) and thumbs == int(pol.blind_cnt[best])
     assert believed == pol.fallback_model() and 0 <= believed < data.n_models
     # a mode without a write-off test says nothing about it
