@@ -23,12 +23,13 @@ other vendor's chip). Measured, against the first kind:
 
 * the default encoder's embeddings of the same texts (``--texts`` of the shared Llama-3
   stream, or the demo's without it), encoded in each kind's process;
-* the contextual router on the honest-SLA streams (``bench_honest_sla.py``'s demo,
-  Llama-3 8 mixed, unseen 4-model zoo 0 and 11-model zoo 0, the demo and Llama-3 also with
-  the judge), every kind on the *same* embeddings (the cache's), so that only the router's
-  own arithmetic differs: the seeds whose decisions part and the first request at which
-  they do, the seeds meeting alpha, and the largest change of a seed's satisfaction and
-  of the stream's cost over the static mixture.
+* the contextual, paper and guarded routers on the honest-SLA streams
+  (``bench_honest_sla.py``'s demo, Llama-3 8 mixed, unseen 4-model zoo 0 and 11-model zoo
+  0, the demo and Llama-3 also with the judge), every kind on the *same* embeddings (the
+  cache's), so that only the router's own arithmetic differs: the seeds whose numbers
+  differ at all (the served models or the queue, bit for bit), those whose decisions part
+  and the first request at which they do, the seeds meeting alpha, and the largest change
+  of a seed's satisfaction and of the stream's cost over the static mixture.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ KINDS: dict[str, dict[str, str]] = {
     "avx512-intel": {"OPENBLAS_CORETYPE": "SkylakeX", "ATEN_CPU_CAPABILITY": "avx512"},
 }
 STREAMS = ("demo", "demo+judge", "llama", "llama+judge", "four0", "hard0")
+MODES = ("contextual", "paper", "guarded")
 
 
 def has_avx512() -> bool:
@@ -92,7 +94,7 @@ def load_stream(name: str):
     return data, midpoint_alpha(data), judge
 
 
-def child(kind: str, work: Path, streams: list[str], seeds: list[int], texts: int) -> None:
+def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: list[int], texts: int) -> None:
     """One kind's measurements, written to ``work/<kind>.npz`` (run with its environment)."""
     import threadpoolctl
     from numpy._core._multiarray_umath import __cpu_features__
@@ -120,14 +122,17 @@ def child(kind: str, work: Path, streams: list[str], seeds: list[int], texts: in
         fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
         call = float(data.costs.mean(0).min()) if judge else 0.0
         mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
-        for seed in seeds:
-            sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"),
-                                                     feedback_rate=0.2, seed=seed, feedback=fb))
-            a = sim.arrays()
-            calls = judge_calls(a["feedback"]) / len(a["feedback"])
-            out[f"{name}/{seed}/model"] = a["model"].astype(np.int8)
-            out[f"{name}/{seed}/figures"] = np.array([
-                a["satisfied"].mean(), (a["cost"].mean() + calls * call) / mix, alpha])
+        for mode in modes:
+            for seed in seeds:
+                sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode=mode),
+                                                         feedback_rate=0.2, seed=seed, feedback=fb))
+                a = sim.arrays()
+                calls = judge_calls(a["feedback"]) / len(a["feedback"])
+                key = f"{name}/{mode}/{seed}"
+                out[f"{key}/model"] = a["model"].astype(np.int8)
+                out[f"{key}/q"] = a["q"]
+                out[f"{key}/figures"] = np.array([
+                    a["satisfied"].mean(), (a["cost"].mean() + calls * call) / mix, alpha])
     np.savez(work / f"{kind}.npz", **out)
 
 
@@ -138,14 +143,17 @@ def parting(a: np.ndarray, b: np.ndarray) -> int | None:
 
 
 def compare(ref: dict, other: dict, name: str, seeds: list[int]) -> dict:
-    """One stream's figures under two kinds: seeds whose decisions part (and where), seeds
-    meeting alpha under each, the largest change of a seed's satisfaction, the change of the
-    mean cost over the static mixture."""
+    """One stream's (and mode's: ``name`` is their key) figures under two kinds: seeds
+    whose numbers differ at all, seeds whose decisions part (and where), seeds meeting alpha
+    under each, the largest change of a seed's satisfaction, the change of the mean cost
+    over the static mixture."""
     parts = [parting(ref[f"{name}/{s}/model"], other[f"{name}/{s}/model"]) for s in seeds]
+    differ = sum(not (np.array_equal(ref[f"{name}/{s}/model"], other[f"{name}/{s}/model"])
+                      and np.array_equal(ref[f"{name}/{s}/q"], other[f"{name}/{s}/q"])) for s in seeds)
     fig_a = np.array([ref[f"{name}/{s}/figures"] for s in seeds])
     fig_b = np.array([other[f"{name}/{s}/figures"] for s in seeds])
     alpha = fig_a[0, 2]
-    return {"stream": name, "seeds": len(seeds), "parted": [p for p in parts if p is not None],
+    return {"stream": name, "seeds": len(seeds), "parted": [p for p in parts if p is not None], "differ": differ,
             "met": (int((fig_a[:, 0] >= alpha).sum()), int((fig_b[:, 0] >= alpha).sum())),
             "sat": float(np.abs(fig_a[:, 0] - fig_b[:, 0]).max()),
             "cost": (float(fig_a[:, 1].mean()), float(fig_b[:, 1].mean())),
@@ -156,13 +164,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--streams", nargs="+", default=list(STREAMS), choices=STREAMS)
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--texts", type=int, default=1000, help="texts encoded in each kind's process")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     seeds = list(range(args.seeds))
     if args.child:
-        child(args.child, Path(args.work), args.streams, seeds, args.texts)
+        child(args.child, Path(args.work), args.streams, args.modes, seeds, args.texts)
         return 0
 
     from slarouter_core.embedding_cache import embed_texts
@@ -186,7 +195,7 @@ def main(argv=None) -> int:
         procs = []
         for kind in kinds:  # one process per kind, at most two at a time
             cmd = [sys.executable, __file__, "--child", kind, "--work", str(work), "--seeds", str(args.seeds),
-                   "--texts", str(args.texts), "--streams", *streams]
+                   "--texts", str(args.texts), "--streams", *streams, "--modes", *args.modes]
             procs.append(subprocess.Popen(cmd, env={**env0, **KINDS[kind]}, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, text=True))
             if len(procs) >= 2:
@@ -195,7 +204,7 @@ def main(argv=None) -> int:
             _wait(p)
         runs = {k: dict(np.load(work / f"{k}.npz")) for k in kinds}
         paths = {k: json.loads((work / f"{k}.json").read_text()) for k in kinds}
-    report(kinds, runs, paths, streams, seeds, args.texts)
+    report(kinds, runs, paths, streams, args.modes, seeds, args.texts)
     if skipped:
         print(f"\nskipped (the shared Llama-3 data is absent): {', '.join(skipped)}")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
@@ -208,7 +217,8 @@ def _wait(p: subprocess.Popen) -> None:
         raise SystemExit(f"a kind's process failed:\n{err[-2000:]}")
 
 
-def report(kinds: list[str], runs: dict, paths: dict, streams: list[str], seeds: list[int], texts: int) -> None:
+def report(kinds: list[str], runs: dict, paths: dict, streams: list[str], modes: list[str], seeds: list[int],
+           texts: int) -> None:
     ref = kinds[0]
     print("code paths (as each process found them):")
     for k in kinds:
@@ -223,16 +233,18 @@ def report(kinds: list[str], runs: dict, paths: dict, streams: list[str], seeds:
         E = runs[k]["embeddings"]
         same = int(np.all(E == E0, axis=1).sum())
         print(f"| {k} | {same}/{len(E0)} | {float(np.abs(E - E0).max()):.1e} |")
-    print(f"\nthe contextual router on the same embeddings, {len(seeds)} seeds, against {ref}:\n")
-    print("| stream | kind | seeds whose decisions part | first parting (request of stream) | seeds >= alpha "
-          "| largest change of a seed's satisfaction | cost / static mixture |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"\nthe routers on the same embeddings, {len(seeds)} seeds, against {ref}:\n")
+    print("| stream | mode | kind | seeds whose numbers differ | seeds whose decisions part | first parting "
+          "(request of stream) | seeds >= alpha | largest change of a seed's satisfaction | cost / static mixture |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in streams:
-        for k in kinds[1:]:
-            c = compare(runs[ref], runs[k], name, seeds)
-            first = f"{min(c['parted'])} of {c['length']}" if c["parted"] else "–"
-            print(f"| {name} | {k} | {len(c['parted'])}/{c['seeds']} | {first} | {c['met'][0]} -> {c['met'][1]} "
-                  f"| {100 * c['sat']:.2f} points | {c['cost'][0]:.3f}x -> {c['cost'][1]:.3f}x |", flush=True)
+        for mode in modes:
+            for k in kinds[1:]:
+                c = compare(runs[ref], runs[k], f"{name}/{mode}", seeds)
+                first = f"{min(c['parted'])} of {c['length']}" if c["parted"] else "–"
+                print(f"| {name} | {mode} | {k} | {c['differ']}/{c['seeds']} | {len(c['parted'])}/{c['seeds']} | "
+                      f"{first} | {c['met'][0]} -> {c['met'][1]} | {100 * c['sat']:.2f} points | "
+                      f"{c['cost'][0]:.3f}x -> {c['cost'][1]:.3f}x |", flush=True)
 
 
 if __name__ == "__main__":
