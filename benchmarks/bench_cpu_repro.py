@@ -62,9 +62,17 @@ STREAMS = ("demo", "demo+judge", "llama", "llama+judge", "four0", "hard0")
 MODES = ("contextual", "paper", "guarded")
 
 
+def cpu_features() -> dict[str, bool]:
+    """NumPy's view of this CPU (and of what it may dispatch to)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__
+    return dict(__cpu_features__)
+
+
 def has_avx512() -> bool:
-    from numpy._core._multiarray_umath import __cpu_features__
-    return bool(__cpu_features__.get("AVX512F"))
+    return bool(cpu_features().get("AVX512F"))
 
 
 def kinds_here() -> list[str]:
@@ -97,7 +105,6 @@ def load_stream(name: str):
 def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: list[int], texts: int) -> None:
     """One kind's measurements, written to ``work/<kind>.npz`` (run with its environment)."""
     import threadpoolctl
-    from numpy._core._multiarray_umath import __cpu_features__
 
     from slarouter_core.baselines import static_mixture_lp
     from slarouter_core.encoders import get_encoder
@@ -113,7 +120,8 @@ def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: li
 
     np.ones((2, 2)) @ np.ones(2)  # OpenBLAS loaded, so that its kernels can be read
     blas = [i.get("architecture") for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
-    paths = {"numpy_avx512": bool(__cpu_features__.get("X86_V4") or __cpu_features__.get("AVX512_SKX")),
+    features = cpu_features()
+    paths = {"numpy_avx512": bool(features.get("X86_V4") or features.get("AVX512_SKX")),
              "openblas": blas[0] if blas else None, "torch": torch.backends.cpu.get_cpu_capability()}
     (work / f"{kind}.json").write_text(json.dumps(paths))
     for name in streams:
