@@ -35,6 +35,7 @@ other vendor's chip). Measured, against the first kind:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -79,27 +80,32 @@ def kinds_here() -> list[str]:
     return list(KINDS) if has_avx512() else ["avx2"]
 
 
-def load_stream(name: str):
-    """``(data, alpha, judge)`` of a stream as ``bench_honest_sla.py`` builds it (None: the
-    shared Llama-3 data is absent)."""
+def available(name: str) -> bool:
+    """A stream can run here (the Llama-3 ones need the shared data)."""
+    from bench_honest_sla import SHARED
+
+    return not name.startswith("llama") or SHARED.exists()
+
+
+@functools.lru_cache(maxsize=None)
+def load_base(base: str):
+    """``(data, alpha)`` of a stream as ``bench_honest_sla.py`` builds it, read once per
+    process (a stream with and without the judge shares it)."""
     from bench_honest_sla import SHARED, between_best_two, synthetic
 
     from slarouter_core.data import midpoint_alpha
     from slarouter_core.experiments import PAPER_EXCLUDE, load_any
 
-    base, judge = name.split("+")[0], name.endswith("+judge")
     if base == "demo":
         data = load_any(ROOT / "data" / "demo.parquet")
     elif base == "llama":
-        if not SHARED.exists():
-            return None
         data = load_any(SHARED).without(PAPER_EXCLUDE)
     elif base == "four0":
         data = synthetic(4, 200, 0)
     else:
         data = synthetic(11, 300, 0)
-        return data, between_best_two(data), judge
-    return data, midpoint_alpha(data), judge
+        return data, between_best_two(data)
+    return data, midpoint_alpha(data)
 
 
 def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: list[int], texts: int) -> None:
@@ -125,8 +131,9 @@ def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: li
              "openblas": blas[0] if blas else None, "torch": torch.backends.cpu.get_cpu_capability()}
     (work / f"{kind}.json").write_text(json.dumps(paths))
     for name in streams:
-        data, alpha, judge = load_stream(name)
-        X = np.load(work / f"{name.split('+')[0]}.npy")
+        base, judge = name.split("+")[0], name.endswith("+judge")
+        data, alpha = load_base(base)
+        X = np.load(work / f"{base}.npy")
         fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
         call = float(data.costs.mean(0).min()) if judge else 0.0
         mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
@@ -156,8 +163,8 @@ def compare(ref: dict, other: dict, name: str, seeds: list[int]) -> dict:
     under each, the largest change of a seed's satisfaction, the change of the mean cost
     over the static mixture."""
     parts = [parting(ref[f"{name}/{s}/model"], other[f"{name}/{s}/model"]) for s in seeds]
-    differ = sum(not (np.array_equal(ref[f"{name}/{s}/model"], other[f"{name}/{s}/model"])
-                      and np.array_equal(ref[f"{name}/{s}/q"], other[f"{name}/{s}/q"])) for s in seeds)
+    differ = sum(p is not None or not np.array_equal(ref[f"{name}/{s}/q"], other[f"{name}/{s}/q"])
+                 for s, p in zip(seeds, parts))
     fig_a = np.array([ref[f"{name}/{s}/figures"] for s in seeds])
     fig_b = np.array([other[f"{name}/{s}/figures"] for s in seeds])
     alpha = fig_a[0, 2]
@@ -189,16 +196,15 @@ def main(argv=None) -> int:
     if len(kinds) < 2:
         print("this CPU has no AVX-512: only one code path (avx2) can run here, nothing to compare")
         return 0
-    streams = [s for s in args.streams if load_stream(s) is not None]
+    streams = [s for s in args.streams if available(s)]
     skipped = sorted(set(args.streams) - set(streams))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for base in dict.fromkeys(s.split("+")[0] for s in streams):
-            data = load_stream(base)[0]
-            np.save(work / f"{base}.npy", embed_texts(data.texts))  # every kind routes on these
+            np.save(work / f"{base}.npy", embed_texts(load_base(base)[0].texts))  # every kind routes on these
         # the texts each kind encodes: the shared Llama-3 stream's where it is here
-        source = load_stream("llama") or load_stream("demo")
-        (work / "texts.json").write_text(json.dumps([str(t) for t in source[0].texts[:args.texts]]))
+        source = load_base("llama" if available("llama") else "demo")[0]
+        (work / "texts.json").write_text(json.dumps([str(t) for t in source.texts[:args.texts]]))
         env0 = {k: v for k, v in os.environ.items() if k not in {e for kind in KINDS.values() for e in kind}}
         procs = []
         for kind in kinds:  # one process per kind, at most two at a time

@@ -117,11 +117,12 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     while not sim.done:
         written_off = watch and not policy.may_be_best()[best]
         start = sim.t
-        if not watch:  # the other modes serve a chunk on their batched path
+        if watch:
+            for _ in range(min(chunk, data.n_requests - start)):
+                sim.step(1)
+                capped[sim.t - 1] = policy.lam >= PRICE_CAP
+        else:  # the other modes serve a chunk on their batched path
             sim.step(chunk)
-        for _ in range(min(chunk, data.n_requests - start) if watch else 0):
-            sim.step(1)
-            capped[sim.t - 1] = policy.lam >= PRICE_CAP
         off += sim.t - start if written_off else 0
     a = sim.arrays()
     # the fallback that serves one model (not the per-request one) served another than the
