@@ -95,6 +95,7 @@ class Certificate:
         self.next_calib = 16
         self.first_at_risk: int | None = None
         self.at_risk = False
+        self._margin: tuple[tuple, float] | None = None  # final_margin's memo
 
     # -- the estimate -------------------------------------------------------------------
     @property
@@ -205,8 +206,13 @@ class Certificate:
         return max(self.window - self.t, 0)
 
     def final_margin(self) -> float:
-        """Window mode: the bound's width expected at the window's end, in requests."""
-        return self.width(self.var + self.remaining() * self.step_var())
+        """Window mode: the bound's width expected at the window's end, in requests
+        (memoised on what it is computed from: a step reads it three or four times)."""
+        key = (self.var, self.t, self.window, self.steps, self.thumbs, self.judged,
+               self.r2.tobytes(), self.r2_n.tobytes())
+        if self._margin is None or self._margin[0] != key:
+            self._margin = (key, self.width(self.var + self.remaining() * self.step_var()))
+        return self._margin[1]
 
     def shortfall(self) -> float:
         """How far the estimate is behind the path that ends the window with the bound at

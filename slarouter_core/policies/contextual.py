@@ -283,6 +283,7 @@ class ContextualPolicy(Policy):
         self.blind_n = np.zeros(self.M)
         self.blind_s = np.zeros(self.M)
         self.blind_r2 = np.zeros(self.M)
+        self._posterior: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None  # blind_posterior's memo
         self.theta: np.ndarray | None = None
         self.W = np.zeros((self.D, self.M))
         self.b = np.zeros(self.M)
@@ -436,9 +437,19 @@ class ContextualPolicy(Policy):
 
     def blind_posterior(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and size of each model's Beta posterior over its request-blind evidence
-        (the prior: Beta(1, 1), or the stated levels)."""
+        (the prior: Beta(1, 1), or the stated levels). Read-only arrays, memoised on what
+        they are computed from (a capped step reads them two to four times; the same bits)."""
+        key = (self.cert.thumbs, self.cert.steps, self.blind_n.tobytes(), self.blind_s.tobytes(),
+               self.blind_pos.tobytes(), self.blind_cnt.tobytes(), self.blind_r2.tobytes(),
+               self.prior_a.tobytes(), self.prior_b.tobytes())
+        if self._posterior is not None and self._posterior[0] == key:
+            return self._posterior[1]
         pos, cnt = self.blind_evidence()
-        return self.level_mean(pos, cnt), cnt + self.prior_a + self.prior_b
+        mean, size = self.level_mean(pos, cnt), cnt + self.prior_a + self.prior_b
+        mean.setflags(write=False)
+        size.setflags(write=False)
+        self._posterior = (key, (mean, size))
+        return mean, size
 
     def blind_sd(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of each model's request-blind level."""
@@ -560,6 +571,8 @@ class ContextualPolicy(Policy):
         if repay is None:
             return best
         path, sure = repay
+        if not sure.any():  # none repays surely: the best (what the general case gives)
+            return best
         cost = self.mean_cost()
         ok = (levels > path) & sure[None, :]
         per_point = np.where(ok, cost[None, :] / np.maximum(levels - path, 1e-12), np.inf)

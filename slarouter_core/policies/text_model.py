@@ -32,16 +32,18 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
     M = int(n_models)
     m = np.asarray(m, np.int64)
     y = np.asarray(y, np.float64)
-    onehot = np.zeros((n, M))
-    onehot[np.arange(n), m] = 1.0
     use_d = c_model > 0
-    # each model's rows, gathered once: the offsets' logits per model (as many products as
-    # the labels, not a (n, D) gather of d[m] at every evaluation; the same bits per row)
-    rows = [np.flatnonzero(m == k) for k in range(M)] if use_d else []
-    X_rows = [X[r] for r in rows]
     if prior is not None:
         pa, pb = (np.asarray(v, np.float64).reshape(M) for v in prior)
         centre = X.mean(axis=0) if n else np.zeros(D)
+    # with offsets, each model's rows gathered once and the whole matrix let go: model k's
+    # logits are one product with w + d_k, and the shared gradient is the sum of the
+    # models' (two products of the labels' size per evaluation, not six; no second copy
+    # of the embeddings kept while a refit runs)
+    rows = [np.flatnonzero(m == k) for k in range(M)] if use_d else []
+    X_rows = [X[r] for r in rows]
+    if use_d:
+        del X
 
     def unpack(theta):
         w = theta[:D]
@@ -51,19 +53,25 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
 
     def fun(theta):
         w, d, b = unpack(theta)
-        z = X @ w + b[m]
         if use_d:
-            zd = np.empty(n)
+            z = np.empty(n)
             for k, (r_k, X_k) in enumerate(zip(rows, X_rows)):
-                zd[r_k] = np.einsum("ij,j->i", X_k, d[k])
-            z = z + zd
+                z[r_k] = X_k @ (w + d[k])
+            z += b[m]
+        else:
+            z = X @ w + b[m]
         # log(1 + e^z) - y z, stably
         loss = np.logaddexp(0.0, z) - y * z
         r = 1.0 / (1.0 + np.exp(-z)) - y
         f = loss.sum() + w @ w / (2 * c_shared) + 1e-4 * (b @ b) / 2
-        gw = X.T @ r + w / c_shared
-        gb = onehot.T @ r + 1e-4 * b
-        gd = (onehot * r[:, None]).T @ X + d / c_model if use_d else None
+        gb = np.bincount(m, weights=r, minlength=M) + 1e-4 * b
+        if use_d:
+            gx = np.stack([X_k.T @ r[r_k] for r_k, X_k in zip(rows, X_rows)]) if M else np.zeros((0, D))
+            gw = gx.sum(axis=0) + w / c_shared
+            gd = gx + d / c_model
+        else:
+            gw = X.T @ r + w / c_shared
+            gd = None
         if prior is not None:  # the pseudo-labels at the centre: a_m satisfied, b_m not
             zc = centre @ w + b + (d @ centre if use_d else 0.0)
             rc = (pa + pb) / (1.0 + np.exp(-zc)) - pa

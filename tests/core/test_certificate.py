@@ -455,3 +455,30 @@ def test_checkpoint_keeps_the_certificate_and_continues_identically(tmp_path):
         for router, dec in ((r, da), (b, db)):
             router.observe(dec, y if i % 4 == 0 else None, judge=y if i % 3 == 0 else None)
     assert b.policy.cert.dr == r.policy.cert.dr and b.certified_lower_bound() == r.certified_lower_bound()
+
+
+def test_the_memoised_final_margin_follows_every_change_of_what_it_reads():
+    """final_margin is read several times a step and memoised: after each kind of step
+    (thumbs, judged, neither, late thumbs, a new window) it equals the width computed anew."""
+    cert = Certificate(0.7, 0.05, "window", 40)
+    rng = np.random.default_rng(3)
+
+    def fresh() -> float:
+        return cert.width(cert.var + cert.remaining() * cert.step_var())
+
+    moved = 0
+    for i in range(100):  # two and a half windows
+        judge = float(rng.random() < 0.6) if i % 3 else None
+        thumbs = float(rng.random() < 0.7) if i % 4 == 0 else None
+        before = cert.final_margin()
+        cert.account(0.65, judge, thumbs)
+        if i % 7 == 0 and thumbs is None:
+            cert.late_thumbs(0.65, 0.65, judge, 1.0)
+        assert cert.final_margin() == fresh()
+        moved += cert.final_margin() != before
+    assert moved >= 90  # almost every step moves it: a stale memo would show
+    for write in (lambda: setattr(cert, "var", cert.var + 5.0), lambda: cert.r2.__setitem__(0, cert.r2[0] + 1.0),
+                  lambda: cert.r2_n.__setitem__(1, cert.r2_n[1] + 3.0)):  # as a checkpoint load writes them
+        before = cert.final_margin()
+        write()
+        assert cert.final_margin() == fresh() != before

@@ -430,30 +430,41 @@ def test_multitask_logistic_gradient_and_fit():
 
 
 
-def test_multitask_logistic_offsets_per_model_rows_keep_the_bits():
-    # the offsets' logits are computed over each model's rows (gathered once per fit) instead
-    # of a (n, D) gather of d[m] at every evaluation: the fit is the same to the last bit as
-    # the objective written with the gather, so routers' decisions did not move
+def test_multitask_logistic_per_model_products_reach_the_written_out_optimum():
+    # the fit computes each model's logits and gradient over its own rows (two products of
+    # the labels' size per evaluation); it must minimise the objective as written out with a
+    # (n, D) gather of d[m] and one-hot sums: the same optimum, with and without the prior
     from scipy.optimize import minimize
 
     rng = np.random.default_rng(7)
     n, D, M = 900, 24, 3
     X = rng.standard_normal((n, D)).astype(np.float32).astype(np.float64)
     m = rng.integers(0, M, n)
-    y = (rng.random(n) < 1 / (1 + np.exp(-(X[:, 0] + 0.5 * m - 0.5)))).astype(float)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X[:, 0] + 0.5 * m - 0.5 + X[:, 1] * (m == 2))))).astype(float)
     onehot = np.eye(M)[m]
+    pa, pb = np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])
+    centre = X.mean(axis=0)
 
-    def gathered(theta):
+    def written_out(theta, prior):
         w, d, b = theta[:D], theta[D:D + D * M].reshape(M, D), theta[-M:]
         z = X @ w + b[m] + np.einsum("ij,ij->i", X, d[m])
         r = 1.0 / (1.0 + np.exp(-z)) - y
         f = (np.logaddexp(0.0, z) - y * z).sum() + w @ w / (2 * 10.0) + 1e-4 * (b @ b) / 2 + (d * d).sum() / 2
-        g = [X.T @ r + w / 10.0, ((onehot * r[:, None]).T @ X + d).ravel(), onehot.T @ r + 1e-4 * b]
-        return f, np.concatenate(g)
+        gw, gd, gb = X.T @ r + w / 10.0, (onehot * r[:, None]).T @ X + d, onehot.T @ r + 1e-4 * b
+        if prior:
+            zc = centre @ w + b + d @ centre
+            rc = (pa + pb) / (1.0 + np.exp(-zc)) - pa
+            f += (pa * np.logaddexp(0.0, -zc) + pb * np.logaddexp(0.0, zc)).sum()
+            gw, gd, gb = gw + centre * rc.sum(), gd + np.outer(rc, centre), gb + rc
+        return f, np.concatenate([gw, gd.ravel(), gb])
 
-    reference = minimize(gathered, np.zeros(D * (M + 1) + M), jac=True, method="L-BFGS-B",
-                         options={"maxiter": 200}).x
-    assert np.array_equal(fit_multitask_logistic(X, m, y, M, 10.0, 1.0), reference)
+    for prior in (False, True):
+        reference = minimize(written_out, np.zeros(D * (M + 1) + M), args=(prior,), jac=True,
+                             method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-10, "ftol": 1e-15}).x
+        theta = fit_multitask_logistic(X, m, y, M, 10.0, 1.0, prior=(pa, pb) if prior else None)
+        assert np.abs(multitask_predictions(theta, X, M) - multitask_predictions(reference, X, M)).max() < 1e-4
+        assert written_out(theta, prior)[0] <= written_out(reference, prior)[0] + 1e-6
+
 
 def test_level_prior_keeps_a_model_with_unanimous_labels_from_predicting_certainty():
     # 11 thumbs up of 11 for model 1, mixed labels for model 0: without a prior model 1's
@@ -757,3 +768,25 @@ def test_the_reported_fallback_model_is_the_one_the_fallback_serves(fallback):
         policy.lam = PRICE_CAP
         step = policy.choose(X[0], data.costs[0], t=801, u_explore=1.0, u_choice=0.5)
         assert step.model == policy.fallback_model() == 1
+
+
+def test_the_memoised_blind_posterior_follows_every_change_of_what_it_reads():
+    """The request-blind levels are read several times a step and memoised on what they
+    are computed from: in-place writes (a checkpoint, forgetting, a test) and every served
+    step show at once, and the memo cannot be written through."""
+    data, X = zoo(400, [0.9, 0.6], [0.5, 0.2], [10.0, 1.0], seed=2)
+    r = SLARouter(contextual(0.7), data.n_models, X.shape[1], seed=0)
+    pol = r.policy
+    for i in range(300):
+        d = r.decide(X[i], data.costs[i])
+        r.observe(d, int(data.solved[i, d.model]) if i % 3 == 0 else None)
+        mean, size = pol.blind_posterior()
+        pos, cnt = pol.blind_evidence()
+        assert np.array_equal(mean, pol.level_mean(pos, cnt)) and np.array_equal(size, cnt + pol.prior_a + pol.prior_b)
+    with pytest.raises(ValueError):
+        mean[0] = 0.5
+    pol.blind_cnt[0] += 50  # written in place
+    pos, cnt = pol.blind_evidence()
+    assert np.array_equal(pol.blind_posterior()[0], pol.level_mean(pos, cnt))
+    pol.prior_a = pol.prior_a * 3  # replaced
+    assert np.array_equal(pol.blind_posterior()[1], pol.blind_evidence()[1] + pol.prior_a + pol.prior_b)
