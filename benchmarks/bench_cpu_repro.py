@@ -23,6 +23,8 @@ other vendor's chip). Measured, against the first kind:
 
 * the default encoder's embeddings of the same texts (``--texts`` of the shared Llama-3
   stream, or the demo's without it), encoded in each kind's process;
+* NumPy's ``exp`` and ``log`` of the same 100,000 logits and probabilities: how many
+  values each kind rounds differently;
 * the contextual, paper and guarded routers on the honest-SLA streams
   (``bench_honest_sla.py``'s demo, Llama-3 8 mixed, unseen 4-model zoo 0 and 11-model zoo
   0, the demo and Llama-3 also with the judge), every kind on the *same* embeddings (the
@@ -60,6 +62,9 @@ KINDS: dict[str, dict[str, str]] = {
     "avx512-intel": {"OPENBLAS_CORETYPE": "SkylakeX", "ATEN_CPU_CAPABILITY": "avx512"},
 }
 STREAMS = ("demo", "demo+judge", "llama", "llama+judge", "four0", "hard0")
+#: values at which each kind evaluates NumPy's ``exp`` and ``log`` (the contextual router's
+#: sigmoids and log losses read them on logits and probabilities in these ranges)
+UFUNC_VALUES = 100_000
 MODES = ("contextual", "paper", "guarded")
 
 
@@ -85,6 +90,20 @@ def available(name: str) -> bool:
     from bench_honest_sla import SHARED
 
     return not name.startswith("llama") or SHARED.exists()
+
+
+@functools.lru_cache(maxsize=None)
+def ufunc_inputs() -> dict[str, np.ndarray]:
+    """The same inputs in every kind's process: logits for ``exp``, probabilities for ``log``."""
+    return {"exp": np.linspace(-30.0, 30.0, UFUNC_VALUES), "log": np.linspace(1e-6, 1.0, UFUNC_VALUES)}
+
+
+def ufunc_differences(ref: np.ndarray, other: np.ndarray) -> tuple[int, float]:
+    """How many of a function's values two kinds round differently, and the largest
+    relative difference."""
+    diff = ref != other
+    rel = np.abs(other - ref) / np.maximum(np.abs(ref), np.finfo(float).tiny)
+    return int(diff.sum()), float(rel.max()) if len(rel) else 0.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -122,6 +141,8 @@ def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: li
     out: dict[str, np.ndarray] = {}
     sample = json.loads((work / "texts.json").read_text())[:texts]
     out["embeddings"] = get_encoder().encode(sample)
+    for fn, x in ufunc_inputs().items():
+        out[f"ufunc/{fn}"] = getattr(np, fn)(x)
     import torch
 
     np.ones((2, 2)) @ np.ones(2)  # OpenBLAS loaded, so that its kernels can be read
@@ -247,6 +268,16 @@ def report(kinds: list[str], runs: dict, paths: dict, streams: list[str], modes:
         E = runs[k]["embeddings"]
         same = int(np.all(E == E0, axis=1).sum())
         print(f"| {k} | {same}/{len(E0)} | {float(np.abs(E - E0).max()):.1e} |")
+    print(f"\nNumPy's exp and log of {UFUNC_VALUES:,} values each, against {ref}:\n")
+    print("| kind | exp: values that differ | largest relative difference | log: values that differ | "
+          "largest relative difference |")
+    print("|---|---|---|---|---|")
+    for k in kinds[1:]:
+        cells = []
+        for fn in ufunc_inputs():
+            n, rel = ufunc_differences(runs[ref][f"ufunc/{fn}"], runs[k][f"ufunc/{fn}"])
+            cells += [f"{n} ({100 * n / UFUNC_VALUES:.2f}%)", f"{rel:.1e}"]
+        print(f"| {k} | " + " | ".join(cells) + " |")
     print(f"\nthe routers on the same embeddings, {len(seeds)} seeds, against {ref}:\n")
     print("| stream | mode | kind | seeds whose numbers differ | seeds whose decisions part | first parting "
           "(request of stream) | seeds >= alpha | largest change of a seed's satisfaction | cost / static mixture |")

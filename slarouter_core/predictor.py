@@ -117,8 +117,10 @@ class SatisfactionPredictor:
         """Per-model satisfaction probabilities (eval mode) for a (N, D) or (D,) array.
 
         Each row is computed on its own in a fixed order of operations (:func:`_forward_rows`),
-        so a request gets the same bits alone or in a batch of any size, on any CPU (BLAS
-        products round differently for one row and many, and with the SIMD width)."""
+        so a request gets the same bits alone or in a batch of any size, on any CPU given
+        the same weights (BLAS products round differently for one row and many, and with the
+        SIMD width; the training step's products do, so weights trained on Intel's AVX-512
+        kernels differ in the last bits: README, "Reproducibility")."""
         arr = self._check(x)
         out = np.empty((len(arr), self.n_models), np.float64)
         p = self.params

@@ -323,7 +323,8 @@ class ContextualPolicy(Policy):
         X = np.atleast_2d(np.asarray(X, np.float32))
         if self.theta is None:
             return np.tile(self.level_mean(self.pos, self.cnt), (len(X), 1))
-        # a fixed summation order (no BLAS): the same bits on every CPU, alone or batched
+        # the logits in a fixed summation order (no BLAS): the same bits alone or batched, and
+        # on every CPU up to np.exp's SIMD rounding (README, "Reproducibility")
         z = np.einsum("ik,km->im", X.astype(np.float64), self.W, optimize=False) + self.b
         return 1.0 / (1.0 + np.exp(-z))
 

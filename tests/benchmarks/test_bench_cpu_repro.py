@@ -58,3 +58,16 @@ def test_each_kind_runs_on_its_own_code_paths_whatever_the_callers_environment(b
     assert all("| 1 ->" in r or "| 0 ->" in r for r in rows)
     emb = [line for line in out.splitlines() if line.startswith("| avx512-")][:2]
     assert all("/12 |" in line for line in emb)
+    ufuncs = [line for line in out.splitlines() if line.startswith("| avx512-")][2:4]
+    assert len(ufuncs) == 2 and all(line.count("%)") == 2 for line in ufuncs)
+
+
+def test_a_functions_values_compared_under_two_kinds(bench):
+    x = bench.ufunc_inputs()["exp"]
+    ref = np.exp(x)
+    assert bench.ufunc_differences(ref, ref.copy()) == (0, 0.0)
+    other = ref.copy()
+    other[[3, 50]] = np.nextafter(other[[3, 50]], np.inf)  # two values one ulp apart
+    n, rel = bench.ufunc_differences(ref, other)
+    assert n == 2 and 0 < rel < 1e-15
+    assert set(bench.ufunc_inputs()) == {"exp", "log"} and len(x) == bench.UFUNC_VALUES
