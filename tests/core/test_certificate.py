@@ -482,3 +482,28 @@ def test_the_memoised_final_margin_follows_every_change_of_what_it_reads():
         before = cert.final_margin()
         write()
         assert cert.final_margin() == fresh() != before
+
+
+def test_at_risk_the_rescue_serves_the_model_that_may_still_carry_the_sla():
+    """``rescue`` (opt-in): behind its path, at risk, with the leader (70% on 1,000 labels)
+    unable to carry the rate the window needs, the fallback serves the model written off on
+    its first thumbs (2 of 5: a wide posterior whose 99% quantile tops the leader's) and so
+    labels it; not at risk, or with the rescue off, the leader; a leader that may still
+    carry the need keeps serving."""
+    levels, counts, costs = [0.70, 0.40, 0.2], [1000, 5, 1000], [1.0, 2.0, 0.1]
+
+    def served(at_risk: bool, levels=levels, counts=counts, **kw) -> int:
+        pol = _behind(200, 10_000, levels, counts, costs, **kw)
+        pol.cert.check_risk = lambda rate, step: pol.cert.at_risk  # the test sets the state
+        pol.cert.at_risk = at_risk
+        return _served(pol).model
+
+    assert served(True, rescue=0.99) == 1
+    pol = _behind(200, 10_000, levels, counts, costs, rescue=0.99)
+    pol.cert.at_risk = True
+    assert pol.rescuer(0) == 1 and pol.rescuer(1) is None  # a model serving already: itself
+    assert served(False, rescue=0.99) == 0
+    assert served(True) == 0  # off by default
+    assert served(True, levels=[0.86, 0.40, 0.2], rescue=0.99) == 0  # the leader may still carry it
+    with pytest.raises(ValueError):
+        ContextualConfig(rescue=1.0)
