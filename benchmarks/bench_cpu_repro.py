@@ -65,6 +65,7 @@ STREAMS = ("demo", "demo+judge", "llama", "llama+judge", "four0", "hard0")
 #: values at which each kind evaluates NumPy's ``exp`` and ``log`` (the contextual router's
 #: sigmoids and log losses read them on logits and probabilities in these ranges)
 UFUNC_VALUES = 100_000
+UFUNCS = ("exp", "log")
 MODES = ("contextual", "paper", "guarded")
 
 
@@ -274,7 +275,7 @@ def report(kinds: list[str], runs: dict, paths: dict, streams: list[str], modes:
     print("|---|---|---|---|---|")
     for k in kinds[1:]:
         cells = []
-        for fn in ufunc_inputs():
+        for fn in UFUNCS:
             n, rel = ufunc_differences(runs[ref][f"ufunc/{fn}"], runs[k][f"ufunc/{fn}"])
             cells += [f"{n} ({100 * n / UFUNC_VALUES:.2f}%)", f"{rel:.1e}"]
         print(f"| {k} | " + " | ".join(cells) + " |")

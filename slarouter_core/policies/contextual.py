@@ -641,12 +641,15 @@ class ContextualPolicy(Policy):
     def fallback_model(self) -> int | None:
         """The one model the overall fallback would serve every request now, for reports
         (``--misses``): the Thompson fallback's most-served model (its shares from a fixed
-        generator, so reading them leaves the run's own draws alone), the ``"level"``
+        generator, so reading them leaves the run's own draws alone), or the model its
+        ``rescue`` serves instead, the ``"level"``
         fallback's best optimistic level; None for the ``"request"`` fallback, which serves
         each request its own best-predicted model."""
         cfg = self.config
         if cfg.fallback == "thompson":
-            return int(np.argmax(self.thompson_shares(np.random.Generator(np.random.PCG64(0)))[2]))
+            m = int(np.argmax(self.thompson_shares(np.random.Generator(np.random.PCG64(0)))[2]))
+            rescuer = self.rescuer(m)
+            return m if rescuer is None else rescuer
         if cfg.fallback == "level":  # ties (e.g. every level optimistic to 1) to the cheapest, as it serves
             level = self.optimistic(self.blind_posterior()[0], self.blind_cnt)
             top = np.flatnonzero(level == level.max())

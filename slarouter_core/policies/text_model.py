@@ -66,7 +66,7 @@ def fit_multitask_logistic(X: np.ndarray, m: np.ndarray, y: np.ndarray, n_models
         f = loss.sum() + w @ w / (2 * c_shared) + 1e-4 * (b @ b) / 2
         gb = np.bincount(m, weights=r, minlength=M) + 1e-4 * b
         if use_d:
-            gx = np.stack([X_k.T @ r[r_k] for r_k, X_k in zip(rows, X_rows)]) if M else np.zeros((0, D))
+            gx = np.stack([X_k.T @ r[r_k] for r_k, X_k in zip(rows, X_rows)])
             gw = gx.sum(axis=0) + w / c_shared
             gd = gx + d / c_model
         else:

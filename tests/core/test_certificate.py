@@ -507,3 +507,12 @@ def test_at_risk_the_rescue_serves_the_model_that_may_still_carry_the_sla():
     assert served(True, levels=[0.86, 0.40, 0.2], rescue=0.99) == 0  # the leader may still carry it
     with pytest.raises(ValueError):
         ContextualConfig(rescue=1.0)
+
+
+def test_the_reported_fallback_model_is_the_one_the_rescue_serves():
+    """``--misses`` names the fallback's model: with the rescue acting, the rescued model."""
+    levels, counts, costs = [0.70, 0.40, 0.2], [1000, 5, 1000], [1.0, 2.0, 0.1]
+    for rescue, model in ((0.99, 1), (0.0, 0)):
+        pol = _behind(200, 10_000, levels, counts, costs, rescue=rescue)
+        pol.cert.at_risk = True
+        assert pol.fallback_model() == model
