@@ -71,6 +71,7 @@ from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.policies.contextual import CONTEXTUAL_SWITCHES, ContextualConfig  # noqa: E402
 from slarouter_core.policies.text_model import PRICE_CAP as _PRICE_CAP  # noqa: E402
 from slarouter_core.policies.text_model import fit_multitask_logistic, price_for_target  # noqa: E402
+from slarouter_core.preflight import labels_to_separate  # noqa: E402
 from slarouter_core.router import NO_FEEDBACK, RouterConfig, SLARouter  # noqa: E402
 from slarouter_core.simulator import SimulationConfig, simulate, stream_plan_full  # noqa: E402
 from slarouter_core.synthetic import (SPECIALIST_MODELS, demo_difficulty, generate_demo_frame,  # noqa: E402
@@ -83,8 +84,6 @@ SCENARIOS = ("demo", "llama-mixed", "per-benchmark", "llama-rate-0.05", "llama-b
              "swapped-zoo", "specialist-zoo", "text-ceiling")
 #: above alpha, in points, for the ceilings table
 CEILING_MARGINS = (0.0, 1.0, 2.0)
-#: one-sided 90% normal quantile (confidence and power of the labels-needed table)
-Z90 = 1.2816
 MODES = ("paper", "guarded", "contextual")
 #: a benchmark is held to the per-benchmark goal when its best model clears alpha by this
 HOLD_MARGIN = 0.01
@@ -213,9 +212,7 @@ def labels_needed(sub: RoutingData) -> tuple[float, float]:
     """``(gap, labels per model)``: the two most accurate models' accuracy gap and the labels
     each needs so that a one-sided 90% test tells them apart with 90% power."""
     acc = np.sort(sub.solved.mean(0))[::-1]
-    gap = float(acc[0] - acc[1])
-    p = float(acc[:2].mean())
-    return gap, (2 * Z90) ** 2 * 2 * p * (1 - p) / max(gap, 1e-9) ** 2
+    return float(acc[0] - acc[1]), labels_to_separate(acc[0], acc[1])
 
 
 def specialist_zoo() -> RoutingData:

@@ -51,7 +51,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-ROOT = Path(__file__).resolve().parents[1]
 #: NumPy's AVX-512 dispatch targets (the names of NumPy 2.x; unknown names are ignored)
 NUMPY_AVX512 = "X86_V4 AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR AVX512_KNL AVX512_KNM"
 #: each kind's code paths, as environment variables read when the libraries load
@@ -109,23 +108,18 @@ def ufunc_differences(ref: np.ndarray, other: np.ndarray) -> tuple[int, float]:
 
 @functools.lru_cache(maxsize=None)
 def load_base(base: str):
-    """``(data, alpha)`` of a stream as ``bench_honest_sla.py`` builds it, read once per
-    process (a stream with and without the judge shares it)."""
-    from bench_honest_sla import SHARED, between_best_two, synthetic
+    """``(data, alpha)`` of a stream as ``bench_honest_sla.py`` builds it
+    (``build_streams``), read once per process (a stream with and without the judge
+    shares it)."""
+    from bench_honest_sla import build_streams
 
-    from slarouter_core.data import midpoint_alpha
-    from slarouter_core.experiments import PAPER_EXCLUDE, load_any
+    scenario, name = BASES[base]
+    return next((data, alpha) for title, data, alpha, *_ in build_streams([scenario]) if title.startswith(name))
 
-    if base == "demo":
-        data = load_any(ROOT / "data" / "demo.parquet")
-    elif base == "llama":
-        data = load_any(SHARED).without(PAPER_EXCLUDE)
-    elif base == "four0":
-        data = synthetic(4, 200, 0)
-    else:
-        data = synthetic(11, 300, 0)
-        return data, between_best_two(data)
-    return data, midpoint_alpha(data)
+
+#: each stream's scenario of ``bench_honest_sla.py`` and the start of its name there
+BASES = {"demo": ("demo", "demo (mixed)"), "llama": ("llama", "llama-3, 8 mixed"),
+         "four0": ("unseen", "unseen 4-model zoo 0"), "hard0": ("unseen", "unseen 11-model zoo 0")}
 
 
 def child(kind: str, work: Path, streams: list[str], modes: list[str], seeds: list[int], texts: int) -> None:

@@ -134,7 +134,8 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     status = sim.router.sla_status()
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
-            best_model_fate(best, a["model"], policy, off / len(a["model"]), misled / len(a["model"])))
+            best_model_fate(best, a["model"], policy, off / len(a["model"]), misled / len(a["model"])),
+            status.get("estimate", math.nan))
 
 
 def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: float) -> tuple:
@@ -181,10 +182,12 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
         first = [r[5] for r in res]
         missed = sat < alpha
         cleared = np.isfinite(lcb) & (lcb >= alpha)
+        width = np.array([r[7] for r in res]) - lcb  # the bound's width at the window's end
         rows.append(dict(
             scenario=name + (" + judge" if judge else ""), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
             sat=float(sat.mean()), sat_min=float(sat.min()),
             lcb=float(np.nanmean(lcb)) if np.isfinite(lcb).any() else math.nan,
+            margin=float(np.nanmean(width)) if np.isfinite(width).any() else math.nan,
             cost=float(np.mean([r[1] for r in res]) / mix), stream=float(np.mean([r[2] for r in res]) / mix),
             calls=float(np.mean([r[3] for r in res])), call_cost=call_cost / mix,
             warned=sum(1 for ms, f in zip(missed, first) if ms and f is not None and f < half), missed=int(missed.sum()),
@@ -262,6 +265,49 @@ def break_even(plain: list[dict], judged: list[dict]) -> None:
               f"{'pays' if price > j['call_cost'] else 'does not pay'} |", flush=True)
 
 
+def build_streams(scenarios, ablation: dict | None = None, stated_weight: float | None = None) -> list[tuple]:
+    """The scenarios' streams as ``(name, data, alpha, with_judge[, settings])``: the one
+    place they are built (``bench_preflight.py`` reads the same streams)."""
+    streams: list[tuple] = []
+    if "demo" in scenarios:
+        demo = load_any(ROOT / "data" / "demo.parquet")
+        streams.append(("demo (mixed)", demo, midpoint_alpha(demo), True))
+    if "llama" in scenarios:
+        if SHARED.exists():
+            full = load_any(SHARED)
+            llama = full.without(PAPER_EXCLUDE)
+            streams.append(("llama-3, 8 mixed", llama, midpoint_alpha(llama), True))
+        else:
+            print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
+    if "zoos" in scenarios:
+        for z in (0, 2):
+            zoo = synthetic(11, 100 + z, z)
+            streams.append((f"11-model zoo {z}", zoo, midpoint_alpha(zoo), False))
+    if "unseen" in scenarios:
+        for z in (0, 1):
+            four = synthetic(4, 200 + z, z)
+            streams.append((f"unseen 4-model zoo {z}", four, midpoint_alpha(four), False))
+        for z in (0, 1):
+            hard = synthetic(11, 300 + z, z)
+            acc, cost = hard.solved.mean(0), hard.costs.mean(0)
+            note = "priciest not best" if np.argmax(cost) != np.argmax(acc) else "priciest best"
+            streams.append((f"unseen 11-model zoo {z} ({note}; alpha between its best two)", hard,
+                            between_best_two(hard), False))
+    if "stated" in scenarios:
+        for n_models, base, label in ((4, 200, "unseen 4-model zoo"), (11, 300, "unseen 11-model zoo")):
+            for z in (0, 1):
+                data = synthetic(n_models, base + z, z)
+                alpha = midpoint_alpha(data) if n_models == 4 else between_best_two(data)
+                levels = stated_levels(data, n_models, base + z, z)
+                print(f"{label} {z}: stated accuracies {list(levels)} (the stream's own: "
+                      f"{[round(float(a), 3) for a in data.solved.mean(0)]})")
+                stated = {"stated_levels": levels, **(ablation or {})}
+                if stated_weight is not None:
+                    stated["stated_weight"] = stated_weight
+                streams.append((f"{label} {z} + stated accuracies", data, alpha, False, stated))
+    return streams
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
@@ -306,43 +352,7 @@ def main(argv=None) -> int:
     which = f", seeds {seeds[0]}-{seeds[-1]}" if args.first_seed else ""
     print(f"seeds={args.seeds}{which} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, "
           f"defaults only{encoder}")
-    streams = []
-    if "demo" in args.scenarios:
-        demo = load_any(ROOT / "data" / "demo.parquet")
-        streams.append(("demo (mixed)", demo, midpoint_alpha(demo), True))
-    if "llama" in args.scenarios:
-        if SHARED.exists():
-            full = load_any(SHARED)
-            llama = full.without(PAPER_EXCLUDE)
-            streams.append(("llama-3, 8 mixed", llama, midpoint_alpha(llama), True))
-        else:
-            print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
-    if "zoos" in args.scenarios:
-        for z in (0, 2):
-            zoo = synthetic(11, 100 + z, z)
-            streams.append((f"11-model zoo {z}", zoo, midpoint_alpha(zoo), False))
-    if "unseen" in args.scenarios:
-        for z in (0, 1):
-            four = synthetic(4, 200 + z, z)
-            streams.append((f"unseen 4-model zoo {z}", four, midpoint_alpha(four), False))
-        for z in (0, 1):
-            hard = synthetic(11, 300 + z, z)
-            acc, cost = hard.solved.mean(0), hard.costs.mean(0)
-            note = "priciest not best" if np.argmax(cost) != np.argmax(acc) else "priciest best"
-            streams.append((f"unseen 11-model zoo {z} ({note}; alpha between its best two)", hard,
-                            between_best_two(hard), False))
-    if "stated" in args.scenarios:
-        for n_models, base, label in ((4, 200, "unseen 4-model zoo"), (11, 300, "unseen 11-model zoo")):
-            for z in (0, 1):
-                data = synthetic(n_models, base + z, z)
-                alpha = midpoint_alpha(data) if n_models == 4 else between_best_two(data)
-                levels = stated_levels(data, n_models, base + z, z)
-                print(f"{label} {z}: stated accuracies {list(levels)} (the stream's own: "
-                      f"{[round(float(a), 3) for a in data.solved.mean(0)]})")
-                stated = {"stated_levels": levels, **ablation}
-                if args.stated_weight is not None:
-                    stated["stated_weight"] = args.stated_weight
-                streams.append((f"{label} {z} + stated accuracies", data, alpha, False, stated))
+    streams = build_streams(args.scenarios, ablation, args.stated_weight)
     plain_rows, judge_rows = [], []
     for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, args.encoder)

@@ -206,6 +206,13 @@ if emb is not None:
     b[5].download_button("Settings (JSON)", data=settings_json(spec, run, data), file_name="slarouter_settings.json",
                          mime="application/json", on_click="ignore", key="w_dl_settings")
 
+    check = live.preflight()
+    if check is not None:
+        with st.expander("Pre-flight: can this SLA be certified with this feedback?", expanded=False):
+            for line in check.report():
+                st.markdown(line)
+            st.caption("Text-blind, before any request (slarouter preflight; README, \"Before the first request\").")
+
     @st.fragment(run_every=ss.live_period if ss.live_running else None)
     def panel() -> None:
         live: LiveRun = ss.live

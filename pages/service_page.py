@@ -85,6 +85,13 @@ def panel() -> None:
                + ("The SLA is checked on the thumbs received (the router claims no bound of its own). "
                   if wilson else "") + "Charts show the service's recent history. The service's own zoo: "
                + ", ".join(f"{x['name']} ({x['model']})" for x in state["models"]) + ".")
+    pre = state.get("preflight")
+    if pre:  # the zoo states accuracies: can its SLA be certified at the thumbs rate it gets?
+        with st.expander("Pre-flight: can this SLA be certified? (the zoo's stated accuracies)", expanded=False):
+            for line in pre["report"]:
+                st.markdown(line)
+            st.caption(f"Thumbs rate {pre['feedback_rate_source']}; text-blind, on the thumbs alone (README, "
+                       "\"Before the first request\").")
     # the backends' own model names are in the caption above: without them, and with short
     # headers (full names in their help), an 11-model zoo's table fits 1400 px unscrolled
     models = view.models_frame().drop(columns=["model"])

@@ -1,4 +1,4 @@
-"""The ``slarouter`` command line: import, demo-data, embed, simulate, compare, serve."""
+"""The ``slarouter`` command line: import, demo-data, embed, simulate, compare, preflight, serve."""
 
 from __future__ import annotations
 
@@ -324,6 +324,77 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    """Before the first request: can this SLA be certified with this feedback, and what does
+    a certifying router pay at least (:mod:`.preflight`)."""
+    from .judge import JUDGE_PRESETS
+    from .policies.contextual import DEFAULT_WINDOW
+    from .preflight import PreflightConfig, preflight
+
+    window = args.window
+    if (args.judge_budget is not None or args.judge_cost is not None) and not args.judge_fill:
+        raise ValueError("--judge-budget and --judge-cost describe the judge of --judge-fill: add it")
+    budget = args.judge_budget
+    if args.zoo is not None:
+        from .service.zoo import NOMINAL_INPUT_TOKENS, NOMINAL_OUTPUT_TOKENS, load_zoo
+
+        if args.benchmark or args.exclude:
+            raise ValueError("--benchmark and --exclude select benchmarks of --data, not models of --zoo")
+        zoo = load_zoo(args.zoo)
+        if not zoo.stated_levels:
+            raise ValueError(f"{args.zoo}: the pre-flight check needs each model's accuracy; give 'accuracy' on "
+                             "every model of the zoo file (a leaderboard's, or your own evaluation's)")
+        from .experiments import ALPHA_RULES, resolve_alpha
+
+        if args.alpha in ALPHA_RULES:
+            raise ValueError(f"--alpha {args.alpha}: a rule reads a benchmark log (--data); give a number for --zoo")
+        alpha = resolve_alpha(args.alpha, None)
+        names, acc, cost = zoo.names, zoo.stated_levels, [m.nominal_price for m in zoo.models]
+        judge_cost = args.judge_cost
+        if args.judge_fill and zoo.judge is not None:  # the zoo's judge: its price and budget
+            nominal = zoo.judge.price(NOMINAL_INPUT_TOKENS, NOMINAL_OUTPUT_TOKENS)
+            judge_cost = nominal if judge_cost is None else judge_cost
+            budget = zoo.judge.budget if budget is None else budget
+        window = DEFAULT_WINDOW if window is None else window
+        where = (f"{args.zoo}: stated accuracies; each model's (and the judge's) price for a nominal request of "
+                 f"{NOMINAL_INPUT_TOKENS} prompt and {NOMINAL_OUTPUT_TOKENS} completion tokens")
+    else:
+        from .experiments import PAPER_EXCLUDE, resolve_alpha
+
+        data = load_any(args.data, cost=args.cost)
+        unknown = [b for b in dict.fromkeys(args.exclude or ()) if b not in data.benchmark_names]
+        if unknown:
+            raise ValueError(f"--exclude: unknown benchmark {', '.join(map(repr, unknown))}: the data has "
+                             f"{', '.join(data.benchmark_names)}")
+        exclude = tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
+        data = data.select(args.benchmark) if args.benchmark else data
+        dropped = [b for b in exclude if b in data.benchmark_names]
+        data = data.without(dropped) if dropped else data
+        for w in data.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        alpha = resolve_alpha(args.alpha, data)
+        names, acc, cost = data.models, data.solved.mean(0), data.costs.mean(0)
+        judge_cost = args.judge_cost
+        window = data.n_requests if window is None else window
+        where = (f"{args.data}: {data.n_requests:,} requests"
+                 + (f" ({', '.join(data.benchmark_names)})" if len(data.benchmark_names) <= 12 else ""))
+    cfg = PreflightConfig(alpha=alpha, feedback_rate=args.feedback_rate, window=int(window), delta=args.delta,
+                          guarantee=args.guarantee,
+                          judge=JUDGE_PRESETS[args.judge_fill] if args.judge_fill else None,
+                          judge_budget=1.0 if budget is None else budget, judge_cost=judge_cost,
+                          residual_var=args.residual_var)
+    result = preflight(acc, cost, cfg, names)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    print(where)
+    for name, a, c in zip(result.models, result.accuracy, result.mean_cost):
+        print(f"  {name}: accuracy {100 * a:.1f}%, mean cost {c:.4g} ({result.ratio(c):.3f}x the static mixture)")
+    for line in result.report():
+        print(line)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .service.auth import MASTER_KEY_ENV, ApiKeys
     from .service.core import RoutingService, ServiceConfig
@@ -346,6 +417,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"state in {config.state_dir}" + (f" (restored, {service.replayed} journal events replayed)"
                                             if service.restored else "")
           + ("; NO AUTHENTICATION" if keys is None else f"; {len(keys.digests)} API key(s)"), file=sys.stderr)
+    pre = service.preflight()
+    if pre is not None:  # the zoo states accuracies: say now whether its SLA can be certified
+        print(f"pre-flight (thumbs rate {pre['feedback_rate_source']}; GET /v1/state has it as traffic comes):",
+              file=sys.stderr)
+        for line in pre["report"][1:]:
+            print(f"  {line}", file=sys.stderr)
     serve(service, host=args.host, port=args.port, torch_threads=args.threads, api_keys=keys)
     return 0
 
@@ -487,6 +564,43 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--markdown", default=None, help="write the Table-2 report here (.md)")
     cmp_.add_argument("--table-csv", default=None, help="write the aggregated table here (.csv)")
     cmp_.set_defaults(func=cmd_compare)
+
+    from .judge import JUDGE_PRESETS
+    from .policies.contextual import DEFAULT_WINDOW
+
+    pre = sub.add_parser("preflight", help="before the first request: can the SLA be certified with this feedback, "
+                                           "and what does a certifying router pay at least")
+    src = pre.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", default=None, help="a benchmark log (parquet, or MESS+ file/folder): each model's "
+                                                  "accuracy and mean cost")
+    src.add_argument("--zoo", default=None, help="a zoo file (TOML) with 'accuracy' on every model: stated "
+                                                 "accuracies, and each model's price for a nominal request")
+    pre.add_argument("--benchmark", nargs="+", default=None, help="--data: benchmarks to use (default: all but "
+                                                                  "mmlu_abstract_algebra)")
+    pre.add_argument("--exclude", nargs="*", default=None, help="--data: benchmarks to leave out")
+    pre.add_argument("--cost", default="energy_joules", help="--data: per-model cost metric (default energy_joules)")
+    pre.add_argument("--alpha", required=True,
+                     help="SLA level in (0,1); with --data also a rule: 'midpoint', 'paper' or 'medium'")
+    pre.add_argument("--feedback-rate", type=float, default=DEFAULT_FEEDBACK_RATE,
+                     help=f"share of requests with thumbs (default {DEFAULT_FEEDBACK_RATE})")
+    pre.add_argument("--window", type=int, default=None,
+                     help=f"requests per SLA window (default: the log's requests; {DEFAULT_WINDOW:,} "
+                          "with --zoo, as the service)")
+    pre.add_argument("--delta", type=float, default=0.05, help="the bound's miss probability (default 0.05)")
+    pre.add_argument("--guarantee", default="window", choices=["window", "anytime"],
+                     help="window: a bound at the window's end (default); anytime: a confidence sequence")
+    pre.add_argument("--judge-fill", default=None, choices=list(JUDGE_PRESETS),
+                     help="an LLM judge with these error rates reads the answers without thumbs")
+    pre.add_argument("--judge-budget", type=float, default=None,
+                     help="share of the answers without thumbs the judge reads (default: the zoo's judge budget, "
+                          "else 1.0)")
+    pre.add_argument("--judge-cost", type=float, default=None,
+                     help="one judge call in the costs' unit (default: the zoo's judge price, else the cheapest "
+                          "model's mean cost)")
+    pre.add_argument("--residual-var", type=float, default=None,
+                     help="your text model's measured residual variance (default: text-blind)")
+    pre.add_argument("--json", action="store_true", help="print the figures as JSON")
+    pre.set_defaults(func=cmd_preflight)
 
     srv = sub.add_parser("serve", help="OpenAI-compatible routing service in front of a model zoo (TOML)")
     srv.add_argument("--zoo", required=True, help="zoo file (TOML; see slarouter_core/service/zoo.py)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,9 @@ import pandas as pd
 from ..baselines import clairvoyant_oracle, static_mixture_lp
 from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
+
+if TYPE_CHECKING:
+    from ..preflight import Preflight
 from ..feedback import NO_FEEDBACK, judge_of, thumbs_of
 from ..policies.schedule import data_driven_v
 from ..policies.registry import POLICY_COLORS as ROUTER_COLORS
@@ -120,6 +123,21 @@ class LiveRun:
             self._oracle(embeddings)
         elif cells <= ORACLE_MAX_CELLS:  # seconds of LP: the charts add its line once it is solved
             threading.Thread(target=self._oracle, args=(embeddings,), daemon=True, name="live-oracle").start()
+
+    def preflight(self) -> Preflight | None:
+        """The pre-flight check of this run's SLA (:mod:`..preflight`): can the contextual
+        router's bound end the stream at alpha with this feedback, and what does a router
+        that certifies it pay at least; None without thumbs (nothing to certify with)."""
+        from ..judge import JUDGE_PRESETS
+        from ..preflight import PreflightConfig, preflight
+
+        s = self.settings
+        if s.feedback_rate <= 0:
+            return None
+        cfg = PreflightConfig(alpha=self.alpha, feedback_rate=s.feedback_rate, window=self.data.n_requests,
+                              judge=JUDGE_PRESETS[s.judge] if s.judge else None, judge_budget=s.judge_budget,
+                              judge_cost=self.judge_cost)
+        return preflight(self.data.solved.mean(axis=0), self.data.costs.mean(axis=0), cfg, self.data.models)
 
     def _oracle(self, embeddings: np.ndarray) -> None:
         data, cfg = self.data, self.sim.config

@@ -55,6 +55,8 @@ from .onnx_encoder import RUNTIMES, service_encoder
 from .zoo import Zoo
 
 log = logging.getLogger("slarouter.service")
+#: answered requests before ``/v1/state``'s pre-flight check reads the observed thumbs rate
+PREFLIGHT_MIN_ANSWERED = 100
 
 @dataclass(frozen=True)
 class ServiceConfig(Checked):
@@ -548,6 +550,33 @@ class RoutingService(Persistence):
             lcb, kind = wilson_lower(up, n), "Wilson one-sided 90% on the thumbs received"
         return est, lcb, kind
 
+    def preflight(self) -> dict | None:
+        """The pre-flight check (:mod:`..preflight`) of this service's SLA from the zoo's
+        stated accuracies and each model's price for a nominal request, text-blind and on
+        the thumbs alone (a real judge's error rates are unknown): at the share of answered
+        requests that got thumbs once ``PREFLIGHT_MIN_ANSWERED`` were answered, else at the
+        benchmarks' 0.2, said as assumed. None without stated accuracies. Call under the lock."""
+        if not self.zoo.stated_levels:
+            return None
+        from ..policies.contextual import DEFAULT_WINDOW
+        from ..preflight import PreflightConfig, preflight
+        from ..simulator import DEFAULT_FEEDBACK_RATE
+
+        answered = sum(s.served for s in self.stats)
+        thumbs = sum(s.thumbs_up + s.thumbs_down for s in self.stats)
+        observed = answered >= PREFLIGHT_MIN_ANSWERED and thumbs > 0
+        rate = thumbs / answered if observed else DEFAULT_FEEDBACK_RATE
+        policy = self.router.policy
+        cert = getattr(policy, "cert", None)
+        settings = self.router.config.settings
+        cfg = PreflightConfig(alpha=self.router.config.alpha, feedback_rate=min(rate, 1.0),
+                              window=cert.window if cert is not None else DEFAULT_WINDOW,
+                              delta=getattr(settings, "delta", 0.05), guarantee=getattr(settings, "guarantee", "window"))
+        check = preflight(self.zoo.stated_levels, [m.nominal_price for m in self.zoo.models], cfg, self.zoo.names)
+        return {**check.to_dict(), "feedback_rate_source": (f"observed ({thumbs} thumbs on {answered} answers)"
+                                                            if observed else "assumed (too few answers yet)"),
+                "report": check.report()}
+
     def state(self, history: int = 0) -> dict:
         """Everything ``GET /v1/state`` shows (no API keys)."""
         now = time.monotonic()
@@ -579,6 +608,7 @@ class RoutingService(Persistence):
                 "satisfaction": {"estimate": _num(est), "lower_bound": _num(lcb), "bound": kind,
                                  "sla_met": None if not math.isfinite(lcb) else bool(lcb >= r.config.alpha)},
                 "sla": r.sla_status(),
+                "preflight": self.preflight(),
                 "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},
                 "timings_ms": _timings(self.timings),
                 "refits": {**self.refits, "running": self._refit_busy},

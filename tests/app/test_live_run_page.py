@@ -311,3 +311,18 @@ def test_new_data_with_other_models_drops_the_stated_accuracies_with_a_note(tmp_
     at.switch_page(PAGE).run()
     assert not at.exception and at.sidebar.text_input(key="w_stated").value == ""
     assert at.session_state.live.sims["contextual"].router.config.settings.stated_levels == ()
+
+
+def test_the_pre_flight_check_follows_alpha_and_the_feedback_rate():
+    at = open_app(PAGE)
+    exp = next(e for e in at.main.expander if e.label.startswith("Pre-flight"))
+    text = " ".join(m.value for m in exp.markdown)
+    assert "certifiable: yes" in text and "thumbs on 20% of them" in text
+    # alpha above what the best model's bound can end at: the check says so, and what would do
+    at.number_input(key="w_alpha").set_value(0.86).run()
+    exp = next(e for e in at.main.expander if e.label.startswith("Pre-flight"))
+    text = " ".join(m.value for m in exp.markdown)
+    assert "certifiable: no" in text and "alpha at most" in text
+    assert at.session_state.live.preflight().alpha_max < 0.86
+    at.slider(key="w_rate").set_value(0.0).run()  # no thumbs: nothing to certify with, no check
+    assert not [e for e in at.main.expander if e.label.startswith("Pre-flight")]

@@ -60,3 +60,19 @@ def test_figures_side_by_side_are_comparable_or_say_which_population(running, mo
         assert "Satisfaction, all requests: 90% lower bound" in metrics
     caption = " ".join(c.value for c in at.caption)
     assert "small" in caption and "large" in caption  # the service's zoo, named on the page
+
+
+def test_a_zoo_with_stated_accuracies_gets_the_preflight_check(running, backends, monkeypatch):  # noqa: F811
+    from tests.service.conftest import make_zoo
+
+    monkeypatch.setenv("SLAROUTER_API_KEY", KEY)
+    zoo = make_zoo(backends, small={"accuracy": 0.6}, medium={"accuracy": 0.75}, large={"accuracy": 0.9})
+    svc = running(zoo, alpha=0.8, mode="contextual")
+    ask(svc.client(), "a first question")
+    at = open_app(PAGE)
+    at.text_input(key="w_service_url").set_value(svc.url).run()
+    assert not at.exception, [e.value for e in at.exception]
+    exp = next(e for e in at.main.expander if e.label.startswith("Pre-flight"))
+    text = " ".join(m.value for m in exp.markdown)
+    assert "certifiable: yes" in text and "large (90.0%)" in text
+    assert "assumed" in " ".join(c.value for c in exp.caption)

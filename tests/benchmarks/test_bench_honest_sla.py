@@ -63,7 +63,8 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
     # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
     # (no ending for the best model: as a mode without a write-off test reports)
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None)), 1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None))}
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -80,7 +81,7 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
 def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, capsys, monkeypatch):
     # seeds 0-35 meet alpha (85% against 80%), seeds 36-39 miss it: 36 of 40
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
-                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None)))
+                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83))
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "40", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
@@ -88,15 +89,17 @@ def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, caps
     share = f"90% ({100 * lo:.0f}-{100 * hi:.0f}%), passes 18/20 {100 * bench.chance_to_meet(0.9):.0f}% of the time"
     row = [line for line in out.splitlines() if line.startswith("| demo (mixed) | contextual |")][0]
     assert f"| 36/40 | yes | {share} |" in row
+    rows = bench.run("zoo", bench.synthetic(4, 200, 0), None, 0.8, range(3), ["contextual"], False, 1)
+    assert rows[0]["margin"] == pytest.approx(0.02)  # the mean of each run's estimate less its bound
     assert "share of runs >= alpha (95% CI)" in out
 
 
 def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys, monkeypatch):
     # seed 1 locked in (the fallback served the 32B on 70% of requests, the best model written
     # off for 60% of the stream); seed 2 ended at its margin (the fallback on another model for 10%)
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3))),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2))),
-            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)))}
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68),
+            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -124,13 +127,16 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     data = bench.synthetic(4, 200, 0)
     X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
     alpha = bench.midpoint_alpha(data)
-    sat, cost, stream, calls, lcb, first, (share, fate) = bench.one_run(data, X, "contextual", alpha, 3,
-                                                                        FeedbackConfig(), 0.0, {})
+    sat, cost, stream, calls, lcb, first, (share, fate), estimate = bench.one_run(data, X, "contextual", alpha,
+                                                                                  3, FeedbackConfig(), 0.0, {})
     # stepping in chunks to watch the best model routes exactly as one call
     sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
                                              seed=3, feedback=FeedbackConfig()))
     a = sim.arrays()
     assert sat == float(a["satisfied"].mean()) and stream == float(a["cost"].mean())
+    # the router's own estimate at the end, above its bound by the bound's width
+    cert = sim.router.policy.cert
+    assert estimate == cert.estimate() and estimate - lcb == pytest.approx(cert.width(cert.var) / cert.t)
     best = int(np.argmax(data.solved.mean(0)))
     assert share == float(np.mean(a["model"] == best))
     misled, off, at_end, level, thumbs, believed = fate
@@ -164,7 +170,7 @@ def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallback
     share, fate = bench.one_run(data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {"fallback": "request"})[6]
     misled, believed = fate[0], fate[5]
     assert misled == 0.0 and believed is None
-    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)))}
+    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "1", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",

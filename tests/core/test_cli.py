@@ -252,3 +252,84 @@ def test_simulate_takes_any_setting_of_its_policy(data_path, tmp_path, capsys):
                       ("delta=2", "delta must be")]:
         rc = main(["simulate", *_common(data_path, tmp_path), "--alpha", "0.6", "--mode", "contextual", "--set", bad])
         assert rc != 0 and says in capsys.readouterr().err, bad
+
+
+ZOO = """
+[[models]]
+name = "small"
+base_url = "http://127.0.0.1:9001/v1"
+model = "s"
+price_per_request = 0.001
+accuracy = 0.62
+
+[[models]]
+name = "large"
+base_url = "http://127.0.0.1:9002/v1"
+model = "l"
+price_per_request = 0.01
+accuracy = 0.91
+{judge}
+"""
+JUDGE_SECTION = """
+[judge]
+base_url = "http://127.0.0.1:9009/v1"
+model = "j"
+budget = 0.5
+price_per_request = 0.002
+"""
+
+
+def test_preflight_on_a_log_says_whether_the_sla_can_be_certified(data_path, capsys):
+    import json
+
+    assert main(["preflight", "--data", str(data_path), "--alpha", "midpoint"]) == 0
+    out = capsys.readouterr().out
+    assert "certifiable:" in out and "static mixture" in out and "160 requests" in out
+    # the JSON figures are the core's, the window the log's requests
+    assert main(["preflight", "--data", str(data_path), "--alpha", "0.5", "--json", "--judge-fill", "gpqa",
+                 "--feedback-rate", "0.5"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["window"] == 160 and d["feedback_rate"] == 0.5 and d["judge"]["name"].startswith("gpqa")
+    assert d["judge_calls_per_request"] == pytest.approx(1.0)
+    # a longer window than the log, and a verdict that needs more of it
+    assert main(["preflight", "--data", str(data_path), "--alpha", "0.99", "--window", "100000"]) == 0
+    assert "certifiable: no" in capsys.readouterr().out
+
+
+def test_preflight_reads_a_zoo_files_stated_accuracies_and_judge(tmp_path, capsys):
+    import json
+
+    zoo = tmp_path / "zoo.toml"
+    zoo.write_text(ZOO.format(judge=JUDGE_SECTION))
+    assert main(["preflight", "--zoo", str(zoo), "--alpha", "0.85", "--json", "--judge-fill", "acpbench"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["models"] == ["small", "large"] and d["accuracy"] == [0.62, 0.91]
+    assert d["window"] == 10_000 and d["judge_budget"] == 0.5  # the service's window, the zoo's judge budget
+    assert d["mean_cost"][1] == pytest.approx(0.01) and d["judge_cost"] == pytest.approx(0.002)
+    assert d["certifiable"] is True
+    assert main(["preflight", "--zoo", str(zoo), "--alpha", "0.85"]) == 0
+    assert "price for a nominal request" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--alpha", "midpoint"], "a rule reads a benchmark log"),
+    (["--alpha", "1.2"], "alpha must be"),
+    (["--alpha", "0.8", "--benchmark", "b0"], "not models of --zoo"),
+    (["--alpha", "0.8", "--judge-budget", "0.5"], "add it"),
+    (["--alpha", "0.8", "--feedback-rate", "0"], "feedback_rate"),
+    (["--alpha", "0.8", "--window", "0"], "window"),
+])
+def test_preflight_refuses_bad_input_clearly(tmp_path, capsys, extra, message):
+    zoo = tmp_path / "zoo.toml"
+    zoo.write_text(ZOO.format(judge=""))
+    assert main(["preflight", "--zoo", str(zoo), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_preflight_needs_stated_accuracies_on_a_zoo_and_known_benchmarks_on_a_log(tmp_path, data_path, capsys):
+    zoo = tmp_path / "zoo.toml"
+    zoo.write_text(ZOO.format(judge="").replace("accuracy = 0.62\n", "").replace("accuracy = 0.91\n", ""))
+    assert main(["preflight", "--zoo", str(zoo), "--alpha", "0.8"]) == 2
+    assert "needs each model's accuracy" in capsys.readouterr().err
+    assert main(["preflight", "--data", str(data_path), "--alpha", "0.8", "--exclude", "nope"]) == 2
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err

@@ -170,3 +170,26 @@ def test_kill_9_after_300_chats_with_thumbs_loses_nothing(backends, tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
+
+
+def test_serve_says_at_start_whether_a_zoo_with_stated_accuracies_can_be_certified(backends, tmp_path, capsys,
+                                                                                   monkeypatch):
+    import slarouter_core.service.server as server
+    from slarouter_core.cli import main
+
+    served = []
+    monkeypatch.setattr(server, "serve", lambda service, **kw: served.append(service))
+    zoo = tmp_path / "zoo.toml"
+    text = zoo_text(backends).replace('model = "fake-small"\n', 'model = "fake-small"\naccuracy = 0.6\n')
+    zoo.write_text(text.replace('model = "fake-large"\n', 'model = "fake-large"\naccuracy = 0.99\n'))
+    monkeypatch.setenv("SLR_TEST_KEY", SECRET)
+    assert main(["serve", "--zoo", str(zoo), "--alpha", "0.97", "--mode", "contextual", "--encoder", "hashing",
+                 "--state-dir", str(tmp_path / "s"), "--no-auth"]) == 0
+    err = capsys.readouterr().err
+    assert served and "pre-flight (thumbs rate assumed" in err
+    assert "certifiable: yes. Serving large (99.0%)" in err and "a certifying router delivers" in err
+    # without stated accuracies: nothing to check, nothing said
+    zoo.write_text(zoo_text(backends))
+    assert main(["serve", "--zoo", str(zoo), "--alpha", "0.8", "--mode", "guarded", "--encoder", "hashing",
+                 "--state-dir", str(tmp_path / "s2"), "--no-auth"]) == 0
+    assert "pre-flight" not in capsys.readouterr().err

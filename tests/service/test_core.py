@@ -426,3 +426,24 @@ def test_a_journal_of_refits_in_place_replays_in_place(tmp_path, caplog):
     assert back.wait_refits(20) and "journal replay" not in caplog.text
     assert back.router.model_version == svc.router.model_version
     assert np.array_equal(back.router.policy.W, svc.router.policy.W)
+
+
+def test_state_gives_the_preflight_check_from_stated_accuracies_at_the_observed_thumbs_rate():
+    models = [ZooModel("a", "http://127.0.0.1:1/v1", "a", price_per_request=1.0, accuracy=0.6),
+              ZooModel("b", "http://127.0.0.1:1/v1", "b", price_per_request=4.0, accuracy=0.9)]
+    svc = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.87, mode="contextual",
+                                                           settings={"sla_window": 2000}),
+                         encoder=HashingEncoder(16))
+    pre = svc.state()["preflight"]
+    assert pre["feedback_rate"] == 0.2 and pre["feedback_rate_source"].startswith("assumed")
+    assert pre["window"] == 2000 and pre["models"] == ["a", "b"] and pre["mean_cost"] == [1.0, 4.0]
+    assert pre["certifiable"] is True and pre["report"][1].startswith("certifiable: yes")
+    # 120 answers with thumbs on 6 of them: 5%, too few to certify 87% over 2,000 requests
+    for st_, up in ((svc.stats[0], 3), (svc.stats[1], 3)):
+        st_.served, st_.thumbs_up = 60, up
+    pre = svc.state()["preflight"]
+    assert pre["feedback_rate"] == pytest.approx(0.05) and pre["feedback_rate_source"].startswith("observed (6 thumbs")
+    assert pre["certifiable"] is False and pre["feedback_rate_min"] > 0.05
+    # no stated accuracies: nothing to check against
+    plain = [dataclasses.replace(m, accuracy=None) for m in models]
+    assert RoutingService(Zoo(tuple(plain)), ServiceConfig(alpha=0.8), encoder=HashingEncoder(16)).state()["preflight"] is None

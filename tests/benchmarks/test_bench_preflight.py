@@ -1,0 +1,24 @@
+"""The pre-flight benchmark: each stream's check beside the router's runs."""
+
+import pytest
+
+from ._scripts import load_script
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_script("bench_preflight")
+
+
+def test_a_stream_the_check_calls_uncertifiable_never_clears_alpha_in_its_runs(bench, capsys):
+    assert bench.main(["--seeds", "2", "--scenarios", "unseen", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in out.splitlines()
+            if line.startswith("| unseen")}
+    hard = next(v for k, v in rows.items() if k.startswith("unseen 11-model zoo 0"))
+    assert hard[2].startswith("**no**") and hard[4] == "0/2"  # not certifiable: no run's bound cleared alpha
+    assert rows["unseen 4-model zoo 1"][2].startswith("yes")
+    # the margin the check predicts is within a point of the router's own
+    predicted, measured = (float(x) for x in rows["unseen 4-model zoo 1"][3].split(" / "))
+    assert abs(predicted - measured) < 1.0
+    assert "it would be with alpha at most" in out
