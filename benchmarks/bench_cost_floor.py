@@ -64,6 +64,7 @@ from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
 from slarouter_core.policies.contextual import ContextualConfig  # noqa: E402
 from slarouter_core.policies.text_model import PRICE_CAP, fit_multitask_logistic, multitask_predictions  # noqa: E402
+from slarouter_core.preflight import routed_cost  # noqa: E402
 from slarouter_core.router import RouterConfig  # noqa: E402
 from slarouter_core.simulator import Simulation, SimulationConfig, single_threaded_blas  # noqa: E402
 from slarouter_core.synthetic import demo_difficulty  # noqa: E402
@@ -81,33 +82,6 @@ def context_accuracy(solved: np.ndarray, context: np.ndarray) -> np.ndarray:
         rows = context == c
         P[rows] = solved[rows].mean(0)
     return P
-
-
-def cheapest_at(rate: np.ndarray, cost: np.ndarray, target: float) -> float:
-    """Cheapest mean cost at satisfaction ``target`` over the operating points
-    ``(rate, cost)`` and any time-share of two of them (the lower convex hull); NaN when no
-    point reaches ``target``."""
-    best = np.inf
-    for i in np.flatnonzero(rate >= target):
-        best = min(best, cost[i])
-        for j in np.flatnonzero(rate < target):  # share f of point i, 1 - f of point j
-            f = (target - rate[j]) / (rate[i] - rate[j])
-            best = min(best, f * cost[i] + (1 - f) * cost[j])
-    return float(best) if np.isfinite(best) else float("nan")
-
-
-def routed_cost(P: np.ndarray, solved: np.ndarray, costs: np.ndarray, target: float) -> float:
-    """Cheapest mean cost at true satisfaction (the logged labels) ``target`` of serving each
-    request ``argmin_m cost - lam P`` at some price ``lam``, or a time-share of two prices
-    or of a price and one model for every request (the predictions may rank requests worse
-    than the best model alone)."""
-    rows = np.arange(len(P))
-    scale = costs.mean() / max(float(P.std()), 1e-3)
-    served = [np.argmin(costs - lam * P, axis=1) for lam in scale * np.logspace(-4, 6, 121)]
-    served += [np.full(len(P), m) for m in range(P.shape[1])]
-    rate = np.array([solved[rows, s].mean() for s in served])
-    cost = np.array([costs[rows, s].mean() for s in served])
-    return cheapest_at(rate, cost, target)
 
 
 def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float, np.ndarray]:

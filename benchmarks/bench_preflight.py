@@ -2,6 +2,7 @@
 
     python benchmarks/bench_preflight.py                 # 20 seeds, the honest-SLA streams
     python benchmarks/bench_preflight.py --seeds 5 --scenarios demo unseen
+    python benchmarks/bench_preflight.py --penalties   # the text floor under other penalties
 
 Before any request, ``slarouter_core.preflight`` says from each model's accuracy and mean
 cost, the feedback rate and the window whether the contextual router's bound can end a
@@ -11,7 +12,10 @@ pays. This runs the contextual router (defaults) on the streams of
 width at the window's end (the margin), how many runs ended with their bound clearing
 alpha (none, where the check says it cannot be certified), and the cost. The check is
 text-blind: where the router's text model predicts the outcome its margin is smaller,
-and where it learns while serving it pays more than the floor.
+and where it learns while serving it pays more than the floor. The text floor
+(``preflight --text``) is what the router's text model, learned from a stream's thumbs
+on half of it, pays on the other half with perfect control: no router with this encoder
+and these labels pays less.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from bench_honest_sla import build_streams, run  # noqa: E402
 
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
-from slarouter_core.preflight import PreflightConfig, preflight  # noqa: E402
+from slarouter_core.preflight import PreflightConfig, preflight, text_floor  # noqa: E402
 
 SCENARIOS = ("demo", "llama", "zoos", "unseen")
 
@@ -43,19 +47,46 @@ def check(data, alpha: float, judge: bool):
     return preflight(data.solved.mean(0), data.costs.mean(0), cfg, data.models)
 
 
+#: (c_shared, c_model) of the text floor's penalty table: the defaults, then ever stronger
+PENALTIES = ((10.0, 1.0), (3.0, 0.3), (1.0, 0.1), (0.3, 0.03))
+
+
+def penalties(scenarios) -> int:
+    """The text floor of each stream (thumbs alone) as the text model's penalties tighten:
+    the defaults suit the demo, a stronger penalty Llama-3 (its outcomes vary within what
+    the encoder tells apart, so a loose fit learns noise)."""
+    print("text floor (held out, a stream's thumbs, perfect control) / static mixture, by the text model's "
+          "penalties (c_shared, c_model); the first column is the router's default\n")
+    print("| stream | " + " | ".join(f"{cs:g}, {cm:g}" for cs, cm in PENALTIES) + " |")
+    print("|---|" + "---|" * len(PENALTIES))
+    for name, data, alpha, *_ in build_streams(scenarios):
+        pre = check(data, alpha, False)
+        if pre.certified_cost is None:
+            continue
+        X = embed_texts(data.texts)
+        floors = [text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * data.n_requests),
+                             c_shared=cs, c_model=cm) for cs, cm in PENALTIES]
+        print(f"| {name} | " + " | ".join(f"{f:.2f}x" for f in floors) + " |")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--penalties", action="store_true",
+                    help="only the text floor of each stream under other penalties of the text model (no runs)")
     args = ap.parse_args(argv)
+    if args.penalties:
+        return penalties(args.scenarios)
     t0 = time.perf_counter()
     seeds = list(range(args.seeds))
     print(f"contextual router, defaults, feedback rate 0.2, seeds 0-{args.seeds - 1}; pre-flight: text-blind, "
           "the window = the stream\n")
     print("| stream | alpha | pre-flight: certifiable (best model's bound at the end) | margin, points: pre-flight / "
-          "router | runs whose bound cleared alpha | runs >= alpha | cost / static mixture: pre-flight's "
-          "text-blind floor / router |")
+          "router | runs whose bound cleared alpha | runs >= alpha | cost / static mixture: text-blind floor / "
+          "text floor (thumbs, held out) / router |")
     print("|---|---|---|---|---|---|---|")
     notes = []
     for name, data, alpha, with_judge, *_ in build_streams(args.scenarios):
@@ -66,9 +97,13 @@ def main(argv=None) -> int:
             verdict = (f"yes ({100 * pre.alpha_max:.1f}%, +{100 * pre.headroom:.2f})" if pre.certifiable else
                        f"**no** ({100 * pre.alpha_max:.1f}%, {100 * pre.headroom:.2f})")
             floor = "–" if pre.certified_cost is None else f"{pre.ratio(pre.certified_cost):.2f}x"
+            # the text model learned from a window's thumbs alone (the judge's verdicts not used)
+            text = "–"
+            if pre.certified_cost is not None and not judge:
+                text = f"{text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * data.n_requests)):.2f}x"
             print(f"| {row['scenario']} | {100 * alpha:.1f}% | {verdict} | {100 * pre.margin:.2f} / "
                   f"{100 * row['margin']:.2f} | {row['cleared']}/{row['n']} | {row['met']}/{row['n']} | "
-                  f"{floor} / {row['cost']:.2f}x |")
+                  f"{floor} / {text} / {row['cost']:.2f}x |")
             if not pre.certifiable:
                 notes.append((row["scenario"], pre.report()[1:]))
     for scenario, lines in notes:

@@ -384,14 +384,36 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                           judge_budget=1.0 if budget is None else budget, judge_cost=judge_cost,
                           residual_var=args.residual_var)
     result = preflight(acc, cost, cfg, names)
+    floor = None
+    if args.text:
+        if args.zoo is not None:
+            raise ValueError("--text learns from a log's outcomes: give --data")
+        if result.certifiable:
+            from .preflight import text_floor
+
+            _check_cache_dir(args.cache_dir)
+            labels = int(round(cfg.feedback_rate * min(cfg.window, data.n_requests)))
+            floor = (text_floor(data.solved, data.costs, _embed(data, args.encoder, args.cache_dir), alpha,
+                                result.target, labels), labels)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        out = result.to_dict()
+        if args.text:
+            out.update(text_floor=None if floor is None else floor[0], text_labels=None if floor is None else floor[1],
+                       encoder=args.encoder)
+        print(json.dumps(out, indent=2))
         return 0
     print(where)
     for name, a, c in zip(result.models, result.accuracy, result.mean_cost):
         print(f"  {name}: accuracy {100 * a:.1f}%, mean cost {c:.4g} ({result.ratio(c):.3f}x the static mixture)")
     for line in result.report():
         print(line)
+    if floor is not None:
+        print(f"with the text ({args.encoder}): a text model learned from {floor[1]:,} thumbs (uniform over models, on "
+              f"half the log) and perfect control would pay {floor[0]:.2f}x at best for that satisfaction on the "
+              "other half; a router learning while it serves pays more (docs/RESULTS.md, \"What the cost goals "
+              "would need\")")
+    elif args.text:
+        print("with the text: nothing to price, the SLA cannot be certified")
     return 0
 
 
@@ -599,6 +621,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "model's mean cost)")
     pre.add_argument("--residual-var", type=float, default=None,
                      help="your text model's measured residual variance (default: text-blind)")
+    pre.add_argument("--text", action="store_true",
+                     help="--data: also the least a router pays when its text model has learned all it can from "
+                          "a window's thumbs (embeds the log's texts with --encoder)")
+    pre.add_argument("--encoder", default=DEFAULT_ENCODER, help="--text: minilm | hashing[:dim] | hf:<id or path>")
+    pre.add_argument("--cache-dir", default=None, help="--text: embedding cache (default ~/.cache/slarouter)")
     pre.add_argument("--json", action="store_true", help="print the figures as JSON")
     pre.set_defaults(func=cmd_preflight)
 

@@ -323,3 +323,73 @@ def preflight(accuracy: Sequence[float], mean_cost: Sequence[float], config: Pre
         certified_cost=None if certified is None else float(certified), judge_calls=float(calls),
         judge_cost=judge_cost, certified_cost_without_judge=None if without is None else float(without),
         labels_needed=None if need is None else float(need), labels_given=cfg.feedback_rate * cfg.window)
+
+
+def cheapest_at(rate: np.ndarray, cost: np.ndarray, target: float) -> float:
+    """Cheapest mean cost at satisfaction ``target`` over the operating points
+    ``(rate, cost)`` and any time-share of two of them (the lower convex hull); NaN when no
+    point reaches ``target``."""
+    best = np.inf
+    for i in np.flatnonzero(rate >= target):
+        best = min(best, cost[i])
+        for j in np.flatnonzero(rate < target):  # share f of point i, 1 - f of point j
+            f = (target - rate[j]) / (rate[i] - rate[j])
+            best = min(best, f * cost[i] + (1 - f) * cost[j])
+    return float(best) if np.isfinite(best) else float("nan")
+
+
+def routed_cost(P: np.ndarray, solved: np.ndarray, costs: np.ndarray, target: float) -> float:
+    """Cheapest mean cost at true satisfaction (the logged labels) ``target`` of serving each
+    request ``argmin_m cost - lam P`` at some price ``lam``, or a time-share of two prices
+    or of a price and one model for every request (the predictions may rank requests worse
+    than the best model alone)."""
+    rows = np.arange(len(P))
+    scale = costs.mean() / max(float(P.std()), 1e-3)
+    served = [np.argmin(costs - lam * P, axis=1) for lam in scale * np.logspace(-4, 6, 121)]
+    served += [np.full(len(P), m) for m in range(P.shape[1])]
+    rate = np.array([solved[rows, s].mean() for s in served])
+    cost = np.array([costs[rows, s].mean() for s in served])
+    return cheapest_at(rate, cost, target)
+
+
+def text_floor(solved: np.ndarray, costs: np.ndarray, embeddings: np.ndarray, alpha: float, target: float,
+               labels: int, fits: int = 3, seed: int = 0, c_shared: float | None = None,
+               c_model: float | None = None) -> float:
+    """The least a router whose text model has learned all it can from ``labels`` thumbs
+    pays for satisfaction ``target``, as a multiple of the static mixture at ``alpha``: on
+    a seeded half of the log, the contextual router's text model (its default penalties,
+    (or the penalties given) is fitted on ``labels`` outcomes drawn uniformly over that
+    half's requests and models;
+    on the other half, each request is served at the price (or time-share of two) whose
+    true satisfaction is ``target``. Perfect control and no learning while serving, so no
+    router with this text model and these labels pays less (mean over ``fits`` label
+    draws); other penalties give another floor (``benchmarks/bench_preflight.py
+    --penalties``).
+    A log of outcomes for every model on every request is needed (a benchmark log)."""
+    from .policies import ContextualConfig
+    from .policies.text_model import fit_multitask_logistic, multitask_predictions
+
+    solved = np.asarray(solved, np.float64)
+    costs = np.asarray(costs, np.float64)
+    n, M = solved.shape
+    if len(embeddings) != n or n < 4:
+        raise ValueError(f"text_floor needs one embedding per request and at least 4 requests (got {len(embeddings)} "
+                         f"embeddings for {n} requests)")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    learn, held = order[: n // 2], order[n // 2:]
+    labels = int(min(max(labels, 1), len(learn) * M))
+    ctx = ContextualConfig()
+    c_shared = ctx.c_shared if c_shared is None else float(c_shared)
+    c_model = ctx.c_model if c_model is None else float(c_model)
+    mixture = static_mixture_lp(solved[held].mean(0), costs[held].mean(0), alpha)[1]
+    out = []
+    for k in range(fits):
+        draw = np.random.default_rng([seed, k])
+        pick = draw.choice(len(learn) * M, labels, replace=False)
+        rows, models = learn[pick // M], pick % M
+        theta = fit_multitask_logistic(np.asarray(embeddings[rows], np.float64), models, solved[rows, models], M,
+                                       c_shared, c_model)
+        P = multitask_predictions(theta, embeddings[held], M)
+        out.append(routed_cost(P, solved[held], costs[held], target))
+    return float(np.mean(out)) / mixture if mixture > 0 else math.inf

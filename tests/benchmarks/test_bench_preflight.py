@@ -22,3 +22,12 @@ def test_a_stream_the_check_calls_uncertifiable_never_clears_alpha_in_its_runs(b
     predicted, measured = (float(x) for x in rows["unseen 4-model zoo 1"][3].split(" / "))
     assert abs(predicted - measured) < 1.0
     assert "it would be with alpha at most" in out
+
+
+def test_penalties_price_the_text_floor_of_each_certifiable_stream_without_runs(bench, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("no router runs")))
+    assert bench.main(["--penalties", "--scenarios", "unseen"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| unseen")]
+    assert [r[0].strip("| ") for r in rows] == ["unseen 4-model zoo 0", "unseen 4-model zoo 1",
+                                               "unseen 11-model zoo 1 (priciest not best; alpha between its best two)"]
+    assert all(len(r) == 1 + len(bench.PENALTIES) for r in rows)  # the uncertifiable zoo has no floor to price

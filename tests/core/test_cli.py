@@ -333,3 +333,19 @@ def test_preflight_needs_stated_accuracies_on_a_zoo_and_known_benchmarks_on_a_lo
     assert "needs each model's accuracy" in capsys.readouterr().err
     assert main(["preflight", "--data", str(data_path), "--alpha", "0.8", "--exclude", "nope"]) == 2
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
+
+
+def test_preflight_text_prices_what_a_learned_text_model_could_save(data_path, tmp_path, capsys):
+    import json
+
+    args = ["preflight", "--data", str(data_path), "--alpha", "0.5", "--text", "--encoder", "hashing:16",
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 0
+    assert "with the text (hashing:16): a text model learned from 32 thumbs" in capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["text_labels"] == 32 and d["text_floor"] > 0 and d["encoder"] == "hashing:16"
+    zoo = tmp_path / "zoo.toml"
+    zoo.write_text(ZOO.format(judge=""))
+    assert main(["preflight", "--zoo", str(zoo), "--alpha", "0.8", "--text"]) == 2
+    assert "give --data" in capsys.readouterr().err

@@ -180,3 +180,54 @@ def test_the_report_names_models_and_the_dict_round_trips_to_json():
     d = json.loads(json.dumps(pre.to_dict()))
     assert d["best"] == "large" and d["runner_up"] == "medium" and d["certifiable"] is True
     assert d["certified_cost_ratio"] == pytest.approx(pre.certified_cost / pre.mixture_cost)
+
+
+def test_cheapest_point_at_a_rate_is_on_the_lower_convex_hull():
+    from slarouter_core.preflight import cheapest_at
+
+    rate = np.array([0.7, 0.8, 0.9])
+    cost = np.array([1.0, 2.0, 5.0])
+    assert cheapest_at(rate, cost, 0.75) == pytest.approx(1.5)  # half of each of the first two
+    assert cheapest_at(rate, cost, 0.85) == pytest.approx(3.5)  # (0.8, 2) and (0.9, 5), not (0.7, 1) and (0.9, 5)
+    assert cheapest_at(rate, cost, 0.8) == pytest.approx(2.0)
+    assert math.isnan(cheapest_at(rate, cost, 0.95))  # no point reaches it
+
+
+def test_routing_on_a_perfect_prediction_beats_every_text_blind_mix():
+    """The cheap model solves the easy half only: routed on predictions that know which half
+    a request is in, the rate 0.95 costs what the dear model costs on the hard half alone."""
+    from slarouter_core.baselines.static import static_mixture_lp
+    from slarouter_core.preflight import routed_cost
+
+    n = 400
+    easy = np.arange(n) % 2 == 0
+    solved = np.column_stack([easy, np.ones(n)]).astype(float)
+    costs = np.tile([1.0, 10.0], (n, 1))
+    cost = routed_cost(solved, solved, costs, 0.95)
+    blind = static_mixture_lp(solved.mean(0), costs.mean(0), 0.95)[1]
+    assert cost == pytest.approx(0.5 * 1.0 + 0.45 * 10.0 + 0.05 * 1.0, rel=0.02)
+    assert cost < 0.6 * blind
+
+
+def test_the_text_floor_finds_what_the_text_tells_and_nothing_where_it_tells_nothing():
+    """Easy requests (the cheap model solves them) carry a direction in the embedding:
+    learned from a window's thumbs, the text routes them to the cheap model, far under the
+    text-blind mixture; with embeddings that are noise, it cannot beat that mixture."""
+    from slarouter_core.preflight import text_floor
+
+    rng = np.random.default_rng(0)
+    n, D = 2000, 16
+    easy = rng.random(n) < 0.5
+    X = rng.standard_normal((n, D)) * 0.3
+    X[:, 0] += np.where(easy, 2.0, -2.0)
+    solved = np.column_stack([easy & (rng.random(n) < 0.95), rng.random(n) < 0.9]).astype(float)
+    costs = np.tile([1.0, 10.0], (n, 1))
+    acc = solved.mean(0)
+    pre = preflight(acc, costs.mean(0), PreflightConfig(alpha=0.85, feedback_rate=0.2, window=n))
+    informed = text_floor(solved, costs, X, 0.85, pre.target, labels=400)
+    blind = text_floor(solved, costs, rng.standard_normal((n, D)), 0.85, pre.target, labels=400)
+    assert informed < 0.75 * pre.ratio(pre.certified_cost)
+    assert blind > 0.9 * pre.ratio(pre.certified_cost)
+    assert text_floor(solved, costs, X, 0.85, pre.target, labels=400) == informed  # seeded
+    with pytest.raises(ValueError, match="one embedding per request"):
+        text_floor(solved, costs, X[:10], 0.85, pre.target, labels=400)
