@@ -135,6 +135,7 @@ class RoutingService(Persistence):
         self.judge = {"calls": 0, "verdicts": 0, "failures": 0, "skipped": 0, "cost": 0.0}
         self._judge_rng = random.Random(config.seed)
         self.trace: deque = deque(maxlen=config.history)
+        self._preflight: tuple[tuple, dict] | None = None  # (thumbs rate, window), the check
         #: (embedding, decision under the lock, waiting for the lock) seconds, recent requests
         self.timings: deque = deque(maxlen=1000)
         self.started_at = time.time()
@@ -555,27 +556,33 @@ class RoutingService(Persistence):
         stated accuracies and each model's price for a nominal request, text-blind and on
         the thumbs alone (a real judge's error rates are unknown): at the share of answered
         requests that got thumbs once ``PREFLIGHT_MIN_ANSWERED`` were answered, else at the
-        benchmarks' 0.2, said as assumed. None without stated accuracies. Call under the lock."""
+        benchmarks' 0.2, said as assumed. None without stated accuracies. It reads the
+        counts under the lock and computes outside it (tens of milliseconds of LPs that no
+        routing decision should wait for), memoised on the thumbs rate to 3 decimals."""
         if not self.zoo.stated_levels:
             return None
         from ..policies.contextual import DEFAULT_WINDOW
         from ..preflight import PreflightConfig, preflight
         from ..simulator import DEFAULT_FEEDBACK_RATE
 
-        answered = sum(s.served for s in self.stats)
-        thumbs = sum(s.thumbs_up + s.thumbs_down for s in self.stats)
+        with self._lock:
+            answered = sum(s.served for s in self.stats)
+            thumbs = sum(s.thumbs_up + s.thumbs_down for s in self.stats)
+            cert = getattr(self.router.policy, "cert", None)
+            window = cert.window if cert is not None else DEFAULT_WINDOW
         observed = answered >= PREFLIGHT_MIN_ANSWERED and thumbs > 0
-        rate = thumbs / answered if observed else DEFAULT_FEEDBACK_RATE
-        policy = self.router.policy
-        cert = getattr(policy, "cert", None)
-        settings = self.router.config.settings
-        cfg = PreflightConfig(alpha=self.router.config.alpha, feedback_rate=min(rate, 1.0),
-                              window=cert.window if cert is not None else DEFAULT_WINDOW,
-                              delta=getattr(settings, "delta", 0.05), guarantee=getattr(settings, "guarantee", "window"))
-        check = preflight(self.zoo.stated_levels, [m.nominal_price for m in self.zoo.models], cfg, self.zoo.names)
-        return {**check.to_dict(), "feedback_rate_source": (f"observed ({thumbs} thumbs on {answered} answers)"
-                                                            if observed else "assumed (too few answers yet)"),
-                "report": check.report()}
+        rate = round(min(thumbs / answered, 1.0), 3) if observed else DEFAULT_FEEDBACK_RATE
+        source = f"observed ({thumbs} thumbs on {answered} answers)" if observed else "assumed (too few answers yet)"
+        key = (rate, window)
+        if self._preflight is None or self._preflight[0] != key:
+            settings = self.router.config.settings
+            cfg = PreflightConfig(alpha=self.router.config.alpha, feedback_rate=max(rate, 1e-3), window=window,
+                                  delta=getattr(settings, "delta", 0.05),
+                                  guarantee=getattr(settings, "guarantee", "window"))
+            check = preflight(self.zoo.stated_levels, [m.nominal_price for m in self.zoo.models], cfg,
+                              self.zoo.names)
+            self._preflight = (key, {**check.to_dict(), "report": check.report()})
+        return {**self._preflight[1], "feedback_rate_source": source}
 
     def state(self, history: int = 0) -> dict:
         """Everything ``GET /v1/state`` shows (no API keys)."""
@@ -608,7 +615,6 @@ class RoutingService(Persistence):
                 "satisfaction": {"estimate": _num(est), "lower_bound": _num(lcb), "bound": kind,
                                  "sla_met": None if not math.isfinite(lcb) else bool(lcb >= r.config.alpha)},
                 "sla": r.sla_status(),
-                "preflight": self.preflight(),
                 "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},
                 "timings_ms": _timings(self.timings),
                 "refits": {**self.refits, "running": self._refit_busy},
@@ -617,6 +623,7 @@ class RoutingService(Persistence):
                 "uptime_s": time.time() - self.started_at,
                 "history": rows,
             }
+        out["preflight"] = self.preflight()  # outside the lock: no routing decision waits for its LPs
         return json.loads(json.dumps(out))  # a deep copy, plain JSON types
 
 

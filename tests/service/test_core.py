@@ -447,3 +447,19 @@ def test_state_gives_the_preflight_check_from_stated_accuracies_at_the_observed_
     # no stated accuracies: nothing to check against
     plain = [dataclasses.replace(m, accuracy=None) for m in models]
     assert RoutingService(Zoo(tuple(plain)), ServiceConfig(alpha=0.8), encoder=HashingEncoder(16)).state()["preflight"] is None
+
+
+def test_the_preflight_check_runs_outside_the_routing_lock_and_once_per_thumbs_rate(monkeypatch):
+    import slarouter_core.preflight as pf
+
+    models = [ZooModel("a", "http://127.0.0.1:1/v1", "a", price_per_request=1.0, accuracy=0.6),
+              ZooModel("b", "http://127.0.0.1:1/v1", "b", price_per_request=4.0, accuracy=0.9)]
+    svc = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.8, mode="contextual"), encoder=HashingEncoder(16))
+    calls = []
+    real = pf.preflight
+    monkeypatch.setattr(pf, "preflight", lambda *a, **k: calls.append(svc._lock.locked()) or real(*a, **k))
+    svc.state()
+    svc.state()
+    assert calls == [False]  # computed once, with no routing decision waiting on it
+    svc.stats[0].served, svc.stats[0].thumbs_up = 200, 50  # a new thumbs rate: computed again
+    assert svc.state()["preflight"]["feedback_rate"] == 0.25 and calls == [False, False]
