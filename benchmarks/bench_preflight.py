@@ -14,8 +14,9 @@ alpha (none, where the check says it cannot be certified), and the cost. The che
 text-blind: where the router's text model predicts the outcome its margin is smaller,
 and where it learns while serving it pays more than the floor. The text floor
 (``preflight --text``) is what the router's text model, learned from a stream's thumbs
-on half of it, pays on the other half with perfect control: no router with this encoder
-and these labels pays less.
+(with the judge, and its calibrated verdicts on the rest) on half of it, pays on the
+other half with perfect control, the judge's calls included: no router with this text
+model and these labels pays less.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
           "the window = the stream\n")
     print("| stream | alpha | pre-flight: certifiable (best model's bound at the end) | margin, points: pre-flight / "
           "router | runs whose bound cleared alpha | runs >= alpha | cost / static mixture: text-blind floor / "
-          "text floor (thumbs, held out) / router |")
+          "text floor (held out) / router |")
     print("|---|---|---|---|---|---|---|")
     notes = []
     for name, data, alpha, with_judge, *_ in build_streams(args.scenarios):
@@ -99,8 +100,11 @@ def main(argv=None) -> int:
             floor = "–" if pre.certified_cost is None else f"{pre.ratio(pre.certified_cost):.2f}x"
             # the text model learned from a window's thumbs alone (the judge's verdicts not used)
             text = "–"
-            if pre.certified_cost is not None and not judge:
-                text = f"{text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * data.n_requests)):.2f}x"
+            if pre.certified_cost is not None:  # with the judge: its verdicts on the rest, and its calls' cost
+                n = data.n_requests
+                learned = text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * n),
+                                     judge=pre.config.judge, judged=round(0.8 * n))
+                text = f"{learned + pre.ratio(pre.judge_calls * pre.judge_cost):.2f}x"
             print(f"| {row['scenario']} | {100 * alpha:.1f}% | {verdict} | {100 * pre.margin:.2f} / "
                   f"{100 * row['margin']:.2f} | {row['cleared']}/{row['n']} | {row['met']}/{row['n']} | "
                   f"{floor} / {text} / {row['cost']:.2f}x |")

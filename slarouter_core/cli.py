@@ -392,14 +392,17 @@ def cmd_preflight(args: argparse.Namespace) -> int:
             from .preflight import text_floor
 
             _check_cache_dir(args.cache_dir)
-            labels = int(round(cfg.feedback_rate * min(cfg.window, data.n_requests)))
-            floor = (text_floor(data.solved, data.costs, _embed(data, args.encoder, args.cache_dir), alpha,
-                                result.target, labels), labels)
+            n = min(cfg.window, data.n_requests)
+            labels = int(round(cfg.feedback_rate * n))
+            judged = int(round((1.0 - cfg.feedback_rate) * cfg.judge_budget * n)) if cfg.judge else 0
+            value = text_floor(data.solved, data.costs, _embed(data, args.encoder, args.cache_dir), alpha,
+                               result.target, labels, judge=cfg.judge, judged=judged)
+            floor = (value + result.ratio(result.judge_calls * result.judge_cost), labels, judged)
     if args.json:
         out = result.to_dict()
         if args.text:
             out.update(text_floor=None if floor is None else floor[0], text_labels=None if floor is None else floor[1],
-                       encoder=args.encoder)
+                       text_judged=None if floor is None else floor[2], encoder=args.encoder)
         print(json.dumps(out, indent=2))
         return 0
     print(where)
@@ -408,10 +411,11 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     for line in result.report():
         print(line)
     if floor is not None:
-        print(f"with the text ({args.encoder}): a text model learned from {floor[1]:,} thumbs (uniform over models, on "
-              f"half the log) and perfect control would pay {floor[0]:.2f}x at best for that satisfaction on the "
-              "other half; a router learning while it serves pays more (docs/RESULTS.md, \"What the cost goals "
-              "would need\")")
+        verdicts = f" and {floor[2]:,} calibrated verdicts" if floor[2] else ""
+        print(f"with the text ({args.encoder}): a text model learned from {floor[1]:,} thumbs{verdicts} (uniform over "
+              f"models, on half the log) and perfect control would pay {floor[0]:.2f}x at best for that satisfaction "
+              "on the other half" + (", the judge's calls included" if floor[2] else "") + "; a router learning while "
+              "it serves pays more (docs/RESULTS.md, \"Before the first request\")")
     elif args.text:
         print("with the text: nothing to price, the SLA cannot be certified")
     return 0

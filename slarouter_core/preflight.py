@@ -354,18 +354,19 @@ def routed_cost(P: np.ndarray, solved: np.ndarray, costs: np.ndarray, target: fl
 
 def text_floor(solved: np.ndarray, costs: np.ndarray, embeddings: np.ndarray, alpha: float, target: float,
                labels: int, fits: int = 3, seed: int = 0, c_shared: float | None = None,
-               c_model: float | None = None) -> float:
+               c_model: float | None = None, judge: JudgeModel | None = None, judged: int = 0) -> float:
     """The least a router whose text model has learned all it can from ``labels`` thumbs
     pays for satisfaction ``target``, as a multiple of the static mixture at ``alpha``: on
     a seeded half of the log, the contextual router's text model (its default penalties,
-    (or the penalties given) is fitted on ``labels`` outcomes drawn uniformly over that
-    half's requests and models;
-    on the other half, each request is served at the price (or time-share of two) whose
-    true satisfaction is ``target``. Perfect control and no learning while serving, so no
-    router with this text model and these labels pays less (mean over ``fits`` label
-    draws); other penalties give another floor (``benchmarks/bench_preflight.py
-    --penalties``).
-    A log of outcomes for every model on every request is needed (a benchmark log)."""
+    or those given) is fitted on ``labels`` outcomes drawn uniformly over that half's
+    requests and models, and, with a ``judge``, on ``judged`` more of them as its
+    calibrated verdict ``P(y = 1 | verdict)`` (a soft label, as the router learns from
+    verdicts; the calibration from the judge's error rates at each model's accuracy); on
+    the other half, each request is served at the price (or time-share of two) whose true
+    satisfaction is ``target``. Perfect control and no learning while serving, so no router
+    with this text model and these labels pays less (mean over ``fits`` label draws);
+    other penalties give another floor (``benchmarks/bench_preflight.py --penalties``). A
+    log of outcomes for every model on every request is needed (a benchmark log)."""
     from .policies import ContextualConfig
     from .policies.text_model import fit_multitask_logistic, multitask_predictions
 
@@ -379,17 +380,26 @@ def text_floor(solved: np.ndarray, costs: np.ndarray, embeddings: np.ndarray, al
     order = rng.permutation(n)
     learn, held = order[: n // 2], order[n // 2:]
     labels = int(min(max(labels, 1), len(learn) * M))
+    judged = int(min(max(judged, 0), len(learn) * M - labels)) if judge is not None else 0
     ctx = ContextualConfig()
     c_shared = ctx.c_shared if c_shared is None else float(c_shared)
     c_model = ctx.c_model if c_model is None else float(c_model)
     mixture = static_mixture_lp(solved[held].mean(0), costs[held].mean(0), alpha)[1]
+    if judge is not None:  # P(y = 1 | verdict) per model: [verdict 0, verdict 1]
+        a = solved[learn].mean(0)
+        yes = a * (1.0 - judge.fnr) + (1.0 - a) * judge.fpr
+        calib = np.column_stack([np.divide(a * judge.fnr, 1.0 - yes, out=np.zeros(M), where=yes < 1),
+                                 np.divide(a * (1.0 - judge.fnr), yes, out=np.zeros(M), where=yes > 0)])
     out = []
     for k in range(fits):
         draw = np.random.default_rng([seed, k])
-        pick = draw.choice(len(learn) * M, labels, replace=False)
+        pick = draw.choice(len(learn) * M, labels + judged, replace=False)
         rows, models = learn[pick // M], pick % M
-        theta = fit_multitask_logistic(np.asarray(embeddings[rows], np.float64), models, solved[rows, models], M,
-                                       c_shared, c_model)
+        y = solved[rows, models].copy()
+        if judged:
+            verdict = judge.corrupt(y[labels:].astype(np.int8), draw)
+            y[labels:] = calib[models[labels:], verdict]
+        theta = fit_multitask_logistic(np.asarray(embeddings[rows], np.float64), models, y, M, c_shared, c_model)
         P = multitask_predictions(theta, embeddings[held], M)
         out.append(routed_cost(P, solved[held], costs[held], target))
     return float(np.mean(out)) / mixture if mixture > 0 else math.inf

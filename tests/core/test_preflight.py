@@ -209,25 +209,45 @@ def test_routing_on_a_perfect_prediction_beats_every_text_blind_mix():
     assert cost < 0.6 * blind
 
 
+def easy_half(seed: int, shift: float, cheap_solves: float, n: int = 2000, dim: int = 16):
+    """``(X, solved, costs)``: half the requests are easy (a cheap model solves them at
+    ``cheap_solves``, a dear one solves 90% of all), and the embedding's first coordinate
+    is shifted by ``+-shift`` with it."""
+    rng = np.random.default_rng(seed)
+    easy = rng.random(n) < 0.5
+    X = rng.standard_normal((n, dim)) * 0.3
+    X[:, 0] += np.where(easy, shift, -shift)
+    solved = np.column_stack([easy & (rng.random(n) < cheap_solves), rng.random(n) < 0.9]).astype(float)
+    return X, solved, np.tile([1.0, 10.0], (n, 1))
+
+
 def test_the_text_floor_finds_what_the_text_tells_and_nothing_where_it_tells_nothing():
     """Easy requests (the cheap model solves them) carry a direction in the embedding:
     learned from a window's thumbs, the text routes them to the cheap model, far under the
     text-blind mixture; with embeddings that are noise, it cannot beat that mixture."""
     from slarouter_core.preflight import text_floor
 
-    rng = np.random.default_rng(0)
-    n, D = 2000, 16
-    easy = rng.random(n) < 0.5
-    X = rng.standard_normal((n, D)) * 0.3
-    X[:, 0] += np.where(easy, 2.0, -2.0)
-    solved = np.column_stack([easy & (rng.random(n) < 0.95), rng.random(n) < 0.9]).astype(float)
-    costs = np.tile([1.0, 10.0], (n, 1))
-    acc = solved.mean(0)
-    pre = preflight(acc, costs.mean(0), PreflightConfig(alpha=0.85, feedback_rate=0.2, window=n))
+    X, solved, costs = easy_half(seed=0, shift=2.0, cheap_solves=0.95)
+    n = len(X)
+    pre = preflight(solved.mean(0), costs.mean(0), PreflightConfig(alpha=0.85, feedback_rate=0.2, window=n))
     informed = text_floor(solved, costs, X, 0.85, pre.target, labels=400)
-    blind = text_floor(solved, costs, rng.standard_normal((n, D)), 0.85, pre.target, labels=400)
+    noise = np.random.default_rng(9).standard_normal(X.shape)
+    blind = text_floor(solved, costs, noise, 0.85, pre.target, labels=400)
     assert informed < 0.75 * pre.ratio(pre.certified_cost)
     assert blind > 0.9 * pre.ratio(pre.certified_cost)
     assert text_floor(solved, costs, X, 0.85, pre.target, labels=400) == informed  # seeded
     with pytest.raises(ValueError, match="one embedding per request"):
         text_floor(solved, costs, X[:10], 0.85, pre.target, labels=400)
+
+
+def test_a_judges_calibrated_verdicts_teach_the_text_floor_more_than_the_thumbs_alone():
+    from slarouter_core.preflight import text_floor
+
+    X, solved, costs = easy_half(seed=1, shift=1.0, cheap_solves=0.9)
+    pre = preflight(solved.mean(0), costs.mean(0), PreflightConfig(alpha=0.8, feedback_rate=0.02, window=len(X)))
+    thumbs = text_floor(solved, costs, X, 0.8, pre.target, labels=40)
+    judged = text_floor(solved, costs, X, 0.8, pre.target, labels=40, judge=JUDGE_PRESETS["acpbench"], judged=1500)
+    assert judged < thumbs
+    # a judge that knows nothing (a coin) adds labels that say nothing: no better than the thumbs
+    coin = text_floor(solved, costs, X, 0.8, pre.target, labels=40, judge=JudgeModel(fpr=0.5, fnr=0.5), judged=1500)
+    assert coin >= judged
