@@ -53,21 +53,26 @@ PENALTIES = ((10.0, 1.0), (3.0, 0.3), (1.0, 0.1), (0.3, 0.03))
 
 
 def penalties(scenarios) -> int:
-    """The text floor of each stream (thumbs alone) as the text model's penalties tighten:
+    """The text floor of each stream (with the judge: its verdicts and calls too) as the
+    text model's penalties tighten:
     the defaults suit the demo, a stronger penalty Llama-3 (its outcomes vary within what
     the encoder tells apart, so a loose fit learns noise)."""
-    print("text floor (held out, a stream's thumbs, perfect control) / static mixture, by the text model's "
+    print("text floor (held out, a stream's labels, perfect control) / static mixture, by the text model's "
           "penalties (c_shared, c_model); the first column is the router's default\n")
     print("| stream | " + " | ".join(f"{cs:g}, {cm:g}" for cs, cm in PENALTIES) + " |")
     print("|---|" + "---|" * len(PENALTIES))
-    for name, data, alpha, *_ in build_streams(scenarios):
-        pre = check(data, alpha, False)
-        if pre.certified_cost is None:
-            continue
+    for name, data, alpha, with_judge, *_ in build_streams(scenarios):
         X = embed_texts(data.texts)
-        floors = [text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * data.n_requests),
-                             c_shared=cs, c_model=cm) for cs, cm in PENALTIES]
-        print(f"| {name} | " + " | ".join(f"{f:.2f}x" for f in floors) + " |")
+        n = data.n_requests
+        for judge in (False, True) if with_judge else (False,):
+            pre = check(data, alpha, judge)
+            if pre.certified_cost is None:
+                continue
+            calls = pre.ratio(pre.judge_calls * pre.judge_cost)
+            floors = [text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * n), c_shared=cs,
+                                 c_model=cm, judge=pre.config.judge, judged=round(0.8 * n)) + calls
+                      for cs, cm in PENALTIES]
+            print(f"| {name}{' + judge' if judge else ''} | " + " | ".join(f"{f:.2f}x" for f in floors) + " |")
     return 0
 
 
