@@ -267,7 +267,7 @@ def break_even(plain: list[dict], judged: list[dict]) -> None:
 
 def build_streams(scenarios, ablation: dict | None = None, stated_weight: float | None = None) -> list[tuple]:
     """The scenarios' streams as ``(name, data, alpha, with_judge[, settings])``: the one
-    place they are built (``bench_preflight.py`` reads the same streams)."""
+    place they are built (``bench_preflight.py`` and ``bench_cpu_repro.py`` read them)."""
     streams: list[tuple] = []
     if "demo" in scenarios:
         demo = load_any(ROOT / "data" / "demo.parquet")

@@ -35,7 +35,7 @@ from bench_honest_sla import build_streams, run  # noqa: E402
 
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
-from slarouter_core.preflight import PreflightConfig, preflight, text_floor  # noqa: E402
+from slarouter_core.preflight import PreflightConfig, check_text_floor, preflight  # noqa: E402
 
 SCENARIOS = ("demo", "llama", "zoos", "unseen")
 
@@ -63,14 +63,11 @@ def penalties(scenarios) -> int:
     print("|---|" + "---|" * len(PENALTIES))
     for name, data, alpha, with_judge, *_ in build_streams(scenarios):
         X = embed_texts(data.texts)
-        n = data.n_requests
         for judge in (False, True) if with_judge else (False,):
             pre = check(data, alpha, judge)
             if pre.certified_cost is None:
                 continue
-            calls = pre.ratio(pre.judge_calls * pre.judge_cost)
-            floors = [text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * n), c_shared=cs,
-                                 c_model=cm, judge=pre.config.judge, judged=round(0.8 * n)) + calls
+            floors = [check_text_floor(pre, data.solved, data.costs, X, c_shared=cs, c_model=cm)[0]
                       for cs, cm in PENALTIES]
             print(f"| {name}{' + judge' if judge else ''} | " + " | ".join(f"{f:.2f}x" for f in floors) + " |")
     return 0
@@ -106,10 +103,7 @@ def main(argv=None) -> int:
             # the text model learned from a window's thumbs alone (the judge's verdicts not used)
             text = "–"
             if pre.certified_cost is not None:  # with the judge: its verdicts on the rest, and its calls' cost
-                n = data.n_requests
-                learned = text_floor(data.solved, data.costs, X, alpha, pre.target, round(0.2 * n),
-                                     judge=pre.config.judge, judged=round(0.8 * n))
-                text = f"{learned + pre.ratio(pre.judge_calls * pre.judge_cost):.2f}x"
+                text = f"{check_text_floor(pre, data.solved, data.costs, X)[0]:.2f}x"
             print(f"| {row['scenario']} | {100 * alpha:.1f}% | {verdict} | {100 * pre.margin:.2f} / "
                   f"{100 * row['margin']:.2f} | {row['cleared']}/{row['n']} | {row['met']}/{row['n']} | "
                   f"{floor} / {text} / {row['cost']:.2f}x |")

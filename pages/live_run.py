@@ -206,7 +206,7 @@ if emb is not None:
     b[5].download_button("Settings (JSON)", data=settings_json(spec, run, data), file_name="slarouter_settings.json",
                          mime="application/json", on_click="ignore", key="w_dl_settings")
 
-    check = live.preflight()
+    check = live.preflight_check
     if check is not None:
         with st.expander("Pre-flight: can this SLA be certified with this feedback?", expanded=False):
             for line in check.report():

@@ -261,8 +261,20 @@ def apply_protocol(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def _exclusions(args: argparse.Namespace, known=None) -> tuple[str, ...]:
+    """The benchmarks ``--exclude`` leaves out (default: the paper's, unless ``--benchmark``
+    names some); with the data's benchmarks ``known``, a name it does not have is an error."""
+    from .experiments import PAPER_EXCLUDE
+
+    unknown = [b for b in dict.fromkeys(args.exclude or ()) if known is not None and b not in set(known)]
+    if unknown:
+        raise ValueError(f"--exclude: unknown benchmark {', '.join(map(repr, unknown))}: the data has "
+                         f"{', '.join(sorted(known))}")
+    return tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .experiments import (PAPER_EXCLUDE, GridConfig, expand_presets, load_dataset, run_grid,
+    from .experiments import (GridConfig, expand_presets, load_dataset, run_grid,
                               write_report, write_results)
 
     import pandas as pd
@@ -276,7 +288,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _check_out(args.markdown, "--markdown")
     _check_out(args.table_csv, "--table-csv")
     _check_cache_dir(args.cache_dir)
-    exclude = tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
+    exclude = _exclusions(args)  # checked against the data once it is read
     alphas = args.alpha if isinstance(args.alpha, list) else [args.alpha]
     configs = [GridConfig(methods=methods, seeds=tuple(args.seeds),
                           benchmarks=tuple(args.benchmark) if args.benchmark else None,
@@ -293,11 +305,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"warning: {w}", file=sys.stderr)
         datasets.append(ds)
     if args.exclude:
-        known = {b for ds in datasets for b in ds.data.benchmark_names}
-        unknown = [b for b in dict.fromkeys(args.exclude) if b not in known]
-        if unknown:
-            raise ValueError(f"--exclude: unknown benchmark {', '.join(map(repr, unknown))}: the data has "
-                             f"{', '.join(sorted(known))}")
+        _exclusions(args, {b for ds in datasets for b in ds.data.benchmark_names})
     start = time.time()
     parts = []
     for config in configs:  # one grid per alpha setting (an alpha sweep when several)
@@ -334,6 +342,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     window = args.window
     if (args.judge_budget is not None or args.judge_cost is not None) and not args.judge_fill:
         raise ValueError("--judge-budget and --judge-cost describe the judge of --judge-fill: add it")
+    if args.text and args.zoo is not None:
+        raise ValueError("--text learns from a log's outcomes: give --data")
     budget = args.judge_budget
     if args.zoo is not None:
         from .service.zoo import NOMINAL_INPUT_TOKENS, NOMINAL_OUTPUT_TOKENS, load_zoo
@@ -359,14 +369,10 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         where = (f"{args.zoo}: stated accuracies; each model's (and the judge's) price for a nominal request of "
                  f"{NOMINAL_INPUT_TOKENS} prompt and {NOMINAL_OUTPUT_TOKENS} completion tokens")
     else:
-        from .experiments import PAPER_EXCLUDE, resolve_alpha
+        from .experiments import resolve_alpha
 
         data = load_any(args.data, cost=args.cost)
-        unknown = [b for b in dict.fromkeys(args.exclude or ()) if b not in data.benchmark_names]
-        if unknown:
-            raise ValueError(f"--exclude: unknown benchmark {', '.join(map(repr, unknown))}: the data has "
-                             f"{', '.join(data.benchmark_names)}")
-        exclude = tuple(args.exclude) if args.exclude is not None else (() if args.benchmark else PAPER_EXCLUDE)
+        exclude = _exclusions(args, data.benchmark_names)
         data = data.select(args.benchmark) if args.benchmark else data
         dropped = [b for b in exclude if b in data.benchmark_names]
         data = data.without(dropped) if dropped else data
@@ -385,19 +391,11 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                           residual_var=args.residual_var)
     result = preflight(acc, cost, cfg, names)
     floor = None
-    if args.text:
-        if args.zoo is not None:
-            raise ValueError("--text learns from a log's outcomes: give --data")
-        if result.certifiable:
-            from .preflight import text_floor
+    if args.text and result.certifiable:
+        from .preflight import check_text_floor
 
-            _check_cache_dir(args.cache_dir)
-            n = min(cfg.window, data.n_requests)
-            labels = int(round(cfg.feedback_rate * n))
-            judged = int(round((1.0 - cfg.feedback_rate) * cfg.judge_budget * n)) if cfg.judge else 0
-            value = text_floor(data.solved, data.costs, _embed(data, args.encoder, args.cache_dir), alpha,
-                               result.target, labels, judge=cfg.judge, judged=judged)
-            floor = (value + result.ratio(result.judge_calls * result.judge_cost), labels, judged)
+        _check_cache_dir(args.cache_dir)
+        floor = check_text_floor(result, data.solved, data.costs, _embed(data, args.encoder, args.cache_dir))
     if args.json:
         out = result.to_dict()
         if args.text:

@@ -73,15 +73,22 @@ class PreflightConfig(Checked):
                                                    to_float=True))
 
 
+def verdict_calibration(accuracy: np.ndarray, judge: JudgeModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(P(verdict = 1), P(y = 1 | verdict = 0), P(y = 1 | verdict = 1))`` per model: a
+    judge with these error rates reading answers of a model of this accuracy, its verdict
+    calibrated as the router calibrates it."""
+    a = np.asarray(accuracy, np.float64)
+    yes = a * (1.0 - judge.fnr) + (1.0 - a) * judge.fpr
+    p_no = np.divide(a * judge.fnr, 1.0 - yes, out=np.zeros_like(a), where=yes < 1)
+    p_yes = np.divide(a * (1.0 - judge.fnr), yes, out=np.zeros_like(a), where=yes > 0)
+    return yes, p_no, p_yes
+
+
 def judge_residual(accuracy: np.ndarray, judge: JudgeModel) -> np.ndarray:
     """``E Var(y | verdict)`` per model: what is left of an answer's outcome once a judge
     with these error rates has read it and its verdict is calibrated (``P(y | verdict)``)."""
-    a = np.asarray(accuracy, np.float64)
-    yes = a * (1.0 - judge.fnr) + (1.0 - a) * judge.fpr  # P(verdict = 1)
-    no = 1.0 - yes
-    p_yes = np.divide(a * (1.0 - judge.fnr), yes, out=np.zeros_like(a), where=yes > 0)
-    p_no = np.divide(a * judge.fnr, no, out=np.zeros_like(a), where=no > 0)
-    return yes * p_yes * (1.0 - p_yes) + no * p_no * (1.0 - p_no)
+    yes, p_no, p_yes = verdict_calibration(accuracy, judge)
+    return yes * p_yes * (1.0 - p_yes) + (1.0 - yes) * p_no * (1.0 - p_no)
 
 
 def labels_to_separate(a1: float, a2: float) -> float:
@@ -386,10 +393,7 @@ def text_floor(solved: np.ndarray, costs: np.ndarray, embeddings: np.ndarray, al
     c_model = ctx.c_model if c_model is None else float(c_model)
     mixture = static_mixture_lp(solved[held].mean(0), costs[held].mean(0), alpha)[1]
     if judge is not None:  # P(y = 1 | verdict) per model: [verdict 0, verdict 1]
-        a = solved[learn].mean(0)
-        yes = a * (1.0 - judge.fnr) + (1.0 - a) * judge.fpr
-        calib = np.column_stack([np.divide(a * judge.fnr, 1.0 - yes, out=np.zeros(M), where=yes < 1),
-                                 np.divide(a * (1.0 - judge.fnr), yes, out=np.zeros(M), where=yes > 0)])
+        calib = np.column_stack(verdict_calibration(solved[learn].mean(0), judge)[1:])
     out = []
     for k in range(fits):
         draw = np.random.default_rng([seed, k])
@@ -403,3 +407,18 @@ def text_floor(solved: np.ndarray, costs: np.ndarray, embeddings: np.ndarray, al
         P = multitask_predictions(theta, embeddings[held], M)
         out.append(routed_cost(P, solved[held], costs[held], target))
     return float(np.mean(out)) / mixture if mixture > 0 else math.inf
+
+
+def check_text_floor(check: Preflight, solved: np.ndarray, costs: np.ndarray, embeddings: np.ndarray,
+                     **penalties: float) -> tuple[float, int, int]:
+    """:func:`text_floor` at a pre-flight check's target, with the labels its window gives
+    (its thumbs rate, and with its judge the verdicts on its budget's share of the rest),
+    the judge's calls added: ``(floor, thumbs, verdicts)``. ``penalties``: ``c_shared``,
+    ``c_model`` (default the router's)."""
+    cfg = check.config
+    n = min(cfg.window, len(solved))
+    labels = int(round(cfg.feedback_rate * n))
+    judged = int(round((1.0 - cfg.feedback_rate) * cfg.judge_budget * n)) if cfg.judge is not None else 0
+    floor = text_floor(solved, costs, embeddings, cfg.alpha, check.target, labels, judge=cfg.judge, judged=judged,
+                       **penalties)
+    return floor + check.ratio(check.judge_calls * check.judge_cost), labels, judged

@@ -14,9 +14,6 @@ import pandas as pd
 from ..baselines import clairvoyant_oracle, static_mixture_lp
 from ..data import RoutingData
 from ..metrics import running_mean, thin_indices
-
-if TYPE_CHECKING:
-    from ..preflight import Preflight
 from ..feedback import NO_FEEDBACK, judge_of, thumbs_of
 from ..policies.schedule import data_driven_v
 from ..policies.registry import POLICY_COLORS as ROUTER_COLORS
@@ -27,6 +24,9 @@ from .charts import (MAX_POINTS, RATIO_WINDOW, TOP_MODELS, ChartFrame, _chart_sp
                      _long_parts, color_encoding, cost_encodings)
 from .settings import RunSettings
 from .tables import LABEL_MODELS, display_scale
+
+if TYPE_CHECKING:
+    from ..preflight import Preflight
 
 #: the band of the models a call-ratio chart groups together (zoos over ``TOP_MODELS``)
 OTHER_COLOR = "#b0b0b0"
@@ -124,10 +124,13 @@ class LiveRun:
         elif cells <= ORACLE_MAX_CELLS:  # seconds of LP: the charts add its line once it is solved
             threading.Thread(target=self._oracle, args=(embeddings,), daemon=True, name="live-oracle").start()
 
-    def preflight(self) -> Preflight | None:
+    @functools.cached_property
+    def preflight_check(self) -> Preflight | None:
         """The pre-flight check of this run's SLA (:mod:`..preflight`): can the contextual
         router's bound end the stream at alpha with this feedback, and what does a router
-        that certifies it pay at least; None without thumbs (nothing to certify with)."""
+        that certifies it pay at least; None without thumbs (nothing to certify with).
+        Once per run: what it reads (alpha, the feedback and judge settings, the data) is
+        the run's own, and a change to any of them makes a new run."""
         from ..judge import JUDGE_PRESETS
         from ..preflight import PreflightConfig, preflight
 

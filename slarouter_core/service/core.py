@@ -575,10 +575,10 @@ class RoutingService(Persistence):
         source = f"observed ({thumbs} thumbs on {answered} answers)" if observed else "assumed (too few answers yet)"
         key = (rate, window)
         if self._preflight is None or self._preflight[0] != key:
-            settings = self.router.config.settings
+            settings = self.router.config.settings  # the router's claim where its policy states one
+            claim = {k: getattr(settings, k) for k in ("delta", "guarantee") if hasattr(settings, k)}
             cfg = PreflightConfig(alpha=self.router.config.alpha, feedback_rate=max(rate, 1e-3), window=window,
-                                  delta=getattr(settings, "delta", 0.05),
-                                  guarantee=getattr(settings, "guarantee", "window"))
+                                  **claim)
             check = preflight(self.zoo.stated_levels, [m.nominal_price for m in self.zoo.models], cfg,
                               self.zoo.names)
             self._preflight = (key, {**check.to_dict(), "report": check.report()})

@@ -323,6 +323,6 @@ def test_the_pre_flight_check_follows_alpha_and_the_feedback_rate():
     exp = next(e for e in at.main.expander if e.label.startswith("Pre-flight"))
     text = " ".join(m.value for m in exp.markdown)
     assert "certifiable: no" in text and "alpha at most" in text
-    assert at.session_state.live.preflight().alpha_max < 0.86
+    assert at.session_state.live.preflight_check.alpha_max < 0.86
     at.slider(key="w_rate").set_value(0.0).run()  # no thumbs: nothing to certify with, no check
     assert not [e for e in at.main.expander if e.label.startswith("Pre-flight")]

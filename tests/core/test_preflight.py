@@ -251,3 +251,18 @@ def test_a_judges_calibrated_verdicts_teach_the_text_floor_more_than_the_thumbs_
     # a judge that knows nothing (a coin) adds labels that say nothing: no better than the thumbs
     coin = text_floor(solved, costs, X, 0.8, pre.target, labels=40, judge=JudgeModel(fpr=0.5, fnr=0.5), judged=1500)
     assert coin >= judged
+
+
+def test_a_checks_text_floor_takes_its_windows_labels_and_adds_its_judges_calls():
+    from slarouter_core.preflight import check_text_floor, text_floor
+
+    X, solved, costs = easy_half(seed=2, shift=1.0, cheap_solves=0.9)
+    n = len(X)
+    pre = preflight(solved.mean(0), costs.mean(0), PreflightConfig(alpha=0.8, feedback_rate=0.1, window=1000,
+                                                                      judge=JUDGE_PRESETS["acpbench"],
+                                                                      judge_budget=0.5, judge_cost=0.5))
+    floor, thumbs, verdicts = check_text_floor(pre, solved, costs, X)
+    assert (thumbs, verdicts) == (100, 450)  # the window's, not the log's
+    plain = text_floor(solved, costs, X, 0.8, pre.target, 100, judge=pre.config.judge, judged=450)
+    assert floor == pytest.approx(plain + pre.judge_calls * 0.5 / pre.mixture_cost)
+    assert n > pre.config.window

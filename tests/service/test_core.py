@@ -432,11 +432,12 @@ def test_state_gives_the_preflight_check_from_stated_accuracies_at_the_observed_
     models = [ZooModel("a", "http://127.0.0.1:1/v1", "a", price_per_request=1.0, accuracy=0.6),
               ZooModel("b", "http://127.0.0.1:1/v1", "b", price_per_request=4.0, accuracy=0.9)]
     svc = RoutingService(Zoo(tuple(models)), ServiceConfig(alpha=0.87, mode="contextual",
-                                                           settings={"sla_window": 2000}),
+                                                           settings={"sla_window": 2000, "delta": 0.1}),
                          encoder=HashingEncoder(16))
     pre = svc.state()["preflight"]
     assert pre["feedback_rate"] == 0.2 and pre["feedback_rate_source"].startswith("assumed")
-    assert pre["window"] == 2000 and pre["models"] == ["a", "b"] and pre["mean_cost"] == [1.0, 4.0]
+    assert pre["window"] == 2000 and pre["delta"] == 0.1  # the router's own claim
+    assert pre["models"] == ["a", "b"] and pre["mean_cost"] == [1.0, 4.0]
     assert pre["certifiable"] is True and pre["report"][1].startswith("certifiable: yes")
     # 120 answers with thumbs on 6 of them: 5%, too few to certify 87% over 2,000 requests
     for st_, up in ((svc.stats[0], 3), (svc.stats[1], 3)):
