@@ -790,3 +790,80 @@ def test_the_memoised_blind_posterior_follows_every_change_of_what_it_reads():
     assert np.array_equal(pol.blind_posterior()[0], pol.level_mean(pos, cnt))
     pol.prior_a = pol.prior_a * 3  # replaced
     assert np.array_equal(pol.blind_posterior()[1], pol.blind_evidence()[1] + pol.prior_a + pol.prior_b)
+
+
+# -- plan_calibration (opt-in): the plan's picks, calibrated ---------------------------------
+def _curse_zoo():
+    """A cheap model whose success the text says little about, 32 embedding dimensions of
+    noise for its offsets to fit: the plan picks it where its errors favour it."""
+    return zoo(3000, acc_easy=(0.75, 0.95), acc_hard=(0.45, 0.9), cost=(1.0, 10.0), dim=32)
+
+
+def test_plan_calibration_learns_the_over_prediction_of_the_plans_picks_and_delivers_more():
+    data, X = _curse_zoo()
+    alpha = 0.85
+    sat = {}
+    for on in (False, True):
+        sat[on] = []
+        for seed in range(4):
+            sim = simulate(data, X, SimulationConfig(contextual(alpha, plan_calibration=on), seed=seed))
+            pol = sim.router.policy
+            over = pol.plan_over / (pol.plan_n + 32.0)
+            if on:  # the cheap model's picks over-predicted by points; the dear model's not
+                assert over[0] > 0.05 and abs(over[1]) < 0.03, over
+            else:
+                assert not pol.plan_n.any() and not pol.plan_over.any()
+            sat[on].append(sim.arrays()["satisfied"].mean())
+    # the plan stops counting on the cheap model's favourable errors: the runs end nearer
+    # the path they steer by instead of below it
+    assert np.mean(sat[True]) > np.mean(sat[False]) + 0.005, sat
+
+
+def test_plan_levels_subtract_each_models_shrunk_over_prediction():
+    from slarouter_core.policies.base import PolicyStep
+    from slarouter_core.policies.contextual import PLAN_CALIBRATION_KEEP, PLAN_CALIBRATION_PRIOR, ContextualPolicy
+
+    pol = ContextualPolicy(ContextualConfig(plan_calibration=True), alpha=0.8, n_models=2, dim=3, seed=0)
+    x = np.zeros(3, np.float32)
+    for t in range(1, 41):  # plan steps of model 0: predicted 0.9, thumbs down
+        pol.update(PolicyStep(t=t, model=0, explored=False, p_explore=0.0, shat=np.array([0.9, 0.9]), q=1.0,
+                              v=1.0, shat_served=0.9, blind=False), x, 0.0)
+    for t in range(41, 61):  # request-blind steps (exploration, the fallback) do not count
+        pol.update(PolicyStep(t=t, model=1, explored=True, p_explore=1.0, shat=np.array([0.9, 0.9]), q=1.0,
+                              v=1.0, shat_served=0.9, blind=True), x, 0.0)
+    w = PLAN_CALIBRATION_KEEP ** np.arange(40)
+    expect = 0.9 * w.sum() / (w.sum() + PLAN_CALIBRATION_PRIOR)
+    got = pol.plan_levels(np.array([[0.9, 0.9]]))
+    assert got[0, 0] == pytest.approx(0.9 - expect) and got[0, 1] == 0.9
+    assert pol.plan_levels(np.array([[0.1, 0.5]]))[0, 0] == 0.0  # never below 0
+    off = ContextualPolicy(ContextualConfig(), alpha=0.8, n_models=2, dim=3, seed=0)
+    P = np.array([[0.9, 0.4]])
+    assert off.plan_levels(P) is P
+
+
+def test_plan_calibration_survives_a_checkpoint_and_an_older_one_starts_uncorrected(tmp_path):
+    from safetensors.numpy import load_file, save_file
+    from safetensors import safe_open
+
+    data, X = _curse_zoo()
+    r = SLARouter(contextual(0.85, plan_calibration=True), data.n_models, X.shape[1], seed=2)
+    for i in range(1500):
+        d = r.decide(X[i], data.costs[i])
+        r.observe(d, int(data.solved[i, d.model]) if i % 5 == 0 else None)
+    pol = r.policy
+    assert pol.plan_n.any()
+    back = SLARouter.load(r.save(tmp_path / "cal.safetensors")).policy
+    assert np.array_equal(back.plan_over, pol.plan_over) and np.array_equal(back.plan_n, pol.plan_n)
+    p = tmp_path / "cal.safetensors"
+    with safe_open(str(p), framework="numpy") as fh:
+        meta = fh.metadata()
+    arrays = load_file(str(p))
+    older = {k: v for k, v in arrays.items() if not k.endswith(("plan_over", "plan_n"))}
+    save_file(older, str(tmp_path / "old.safetensors"), metadata=meta)
+    old = SLARouter.load(tmp_path / "old.safetensors").policy
+    assert not old.plan_over.any() and not old.plan_n.any()
+    arrays = dict(arrays)
+    arrays[next(k for k in arrays if k.endswith("contextual.plan_n"))] = -np.ones(data.n_models)
+    save_file(arrays, str(tmp_path / "bad.safetensors"), metadata=meta)
+    with pytest.raises(ValueError, match="plan_n"):
+        SLARouter.load(tmp_path / "bad.safetensors")
