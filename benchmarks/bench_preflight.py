@@ -101,10 +101,9 @@ def main(argv=None) -> int:
             verdict = (f"yes ({100 * pre.alpha_max:.1f}%, +{100 * pre.headroom:.2f})" if pre.certifiable else
                        f"**no** ({100 * pre.alpha_max:.1f}%, {100 * pre.headroom:.2f})")
             floor = "–" if pre.certified_cost is None else f"{pre.ratio(pre.certified_cost):.2f}x"
-            # the text model learned from a window's thumbs alone (the judge's verdicts not used)
-            text = "–"
-            if pre.certified_cost is not None:  # with the judge: its verdicts on the rest, and its calls' cost
-                text = f"{check_text_floor(pre, data.solved, data.costs, X)[0]:.2f}x"
+            # with the judge: its calibrated verdicts on the rest too, and its calls' cost
+            text = ("–" if pre.certified_cost is None else
+                    f"{check_text_floor(pre, data.solved, data.costs, X)[0]:.2f}x")
             print(f"| {row['scenario']} | {100 * alpha:.1f}% | {verdict} | {100 * pre.margin:.2f} / "
                   f"{100 * row['margin']:.2f} | {row['cleared']}/{row['n']} | {row['met']}/{row['n']} | "
                   f"{floor} / {text} / {row['cost']:.2f}x |")

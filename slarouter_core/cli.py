@@ -344,6 +344,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         raise ValueError("--judge-budget and --judge-cost describe the judge of --judge-fill: add it")
     if args.text and args.zoo is not None:
         raise ValueError("--text learns from a log's outcomes: give --data")
+    from .experiments import ALPHA_RULES, resolve_alpha
+
     budget = args.judge_budget
     if args.zoo is not None:
         from .service.zoo import NOMINAL_INPUT_TOKENS, NOMINAL_OUTPUT_TOKENS, load_zoo
@@ -354,8 +356,6 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         if not zoo.stated_levels:
             raise ValueError(f"{args.zoo}: the pre-flight check needs each model's accuracy; give 'accuracy' on "
                              "every model of the zoo file (a leaderboard's, or your own evaluation's)")
-        from .experiments import ALPHA_RULES, resolve_alpha
-
         if args.alpha in ALPHA_RULES:
             raise ValueError(f"--alpha {args.alpha}: a rule reads a benchmark log (--data); give a number for --zoo")
         alpha = resolve_alpha(args.alpha, None)
@@ -369,8 +369,6 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         where = (f"{args.zoo}: stated accuracies; each model's (and the judge's) price for a nominal request of "
                  f"{NOMINAL_INPUT_TOKENS} prompt and {NOMINAL_OUTPUT_TOKENS} completion tokens")
     else:
-        from .experiments import resolve_alpha
-
         data = load_any(args.data, cost=args.cost)
         exclude = _exclusions(args, data.benchmark_names)
         data = data.select(args.benchmark) if args.benchmark else data

@@ -292,7 +292,7 @@ def preflight(accuracy: Sequence[float], mean_cost: Sequence[float], config: Pre
     certifiable = headroom >= -1e-12
     # where the mixture's residuals exceed the best model's the fixed point could pass it
     target = min(judged.target(), float(acc[best])) if certifiable else float(acc[best])
-    margin = judged.margin(min(target, float(acc[best])))
+    margin = judged.margin(target)
 
     def least(fn, lo: float, hi: float, integer: bool) -> float | None:
         """The least x in [lo, hi] with fn(x) >= 0 (fn increasing), None if even hi fails."""
