@@ -306,8 +306,9 @@ def test_a_refit_installed_later_changes_the_decisions_only_from_there():
         log: list[int] = []
         _serve_deferred(r, data, X, range(600), later, log)
         logs.append(log)
-    # the first refit is due at the 16th thumbs (every other request): the same until then
-    assert logs[0] != logs[1] and logs[0][:32] == logs[1][:32]
+    # the first refit is due at the 16th thumbs (every other request, so at request 30): the
+    # same decisions up to it, the one after it the first that may read the new model
+    assert logs[0] != logs[1] and logs[0][:31] == logs[1][:31]
 
 
 @pytest.mark.parametrize("max_labels", [16, 10_000])
@@ -790,6 +791,68 @@ def test_the_memoised_blind_posterior_follows_every_change_of_what_it_reads():
     assert np.array_equal(pol.blind_posterior()[0], pol.level_mean(pos, cnt))
     pol.prior_a = pol.prior_a * 3  # replaced
     assert np.array_equal(pol.blind_posterior()[1], pol.blind_evidence()[1] + pol.prior_a + pol.prior_b)
+
+
+# -- thin_fallback: the Thompson fallback pays a dearer, worse model only its cost ratio -------
+def _fallback_policy(levels, counts, costs, alpha: float = 0.7, **kw):
+    """A contextual policy whose request-blind thumbs put each model at ``levels`` on
+    ``counts`` labels, its models costing ``costs`` on average."""
+    from slarouter_core.policies.contextual import ContextualPolicy
+
+    pol = ContextualPolicy(ContextualConfig(dr_levels=False, **kw), alpha=alpha, n_models=len(levels), dim=4, seed=0)
+    cnt = np.asarray(counts, float)
+    pol.blind_cnt[:], pol.blind_pos[:] = cnt, np.round(np.asarray(levels) * cnt)
+    pol.cost_sum[:], pol.ref_n = np.asarray(costs, float) * 100, 100
+    return pol
+
+
+def test_the_fallback_thins_a_dearer_worse_model_at_its_cost_ratio_to_the_model_that_carries_alpha():
+    """Model 1 carries alpha (85% on 200 labels); model 2, ten times dearer and below it
+    on 3 of 4 thumbs, often draws above it: each of its picks is kept at 2/20, the rest
+    served by the draw's best model not thinned. A dearer model that looks better, or a
+    zoo where none reaches alpha yet, is not thinned; without ``thin_fallback`` the
+    draws fall as they are."""
+    from slarouter_core.policies.contextual import _BEST_DRAWS
+
+    costs = (1.0, 2.0, 20.0)
+    # every draw's best serves (not the repayer least per point, nor a committed model)
+    kw = dict(repay_cost=False, commit=1.0)
+    pol = _fallback_policy((0.3, 0.85, 0.75), (100, 200, 4), costs, **kw)
+    assert np.allclose(pol.fallback_weights(), (1.0, 1.0, 0.1))
+    off = _fallback_policy((0.3, 0.85, 0.75), (100, 200, 4), costs, thin_fallback=False, **kw)
+    assert np.array_equal(off.fallback_weights(), np.ones(3))
+    shares = {}
+    for name, p in (("on", pol), ("off", off)):
+        share = np.zeros(3)
+        for k in range(50):
+            share += p.thompson_shares(np.random.default_rng(k))[2]
+        shares[name] = share / 50
+    assert shares["off"][2] > 0.15  # a thinly labelled model draws high often
+    assert shares["on"][2] < 0.25 * shares["off"][2]
+    assert shares["on"][1] > shares["off"][1] and shares["on"][0] == pytest.approx(shares["off"][0], abs=1.5 / _BEST_DRAWS)
+    # a dearer model above the reference's level, or no model reaching alpha: every draw kept
+    assert np.array_equal(_fallback_policy((0.3, 0.85, 0.95), (100, 200, 20), costs).fallback_weights(), np.ones(3))
+    assert np.array_equal(_fallback_policy((0.3, 0.6, 0.5), (100, 200, 4), costs).fallback_weights(), np.ones(3))
+    # the reference is the cheapest model at or above alpha: a dearer one above alpha but below it is thinned
+    assert np.allclose(_fallback_policy((0.72, 0.85, 0.71), (100, 200, 40), costs).fallback_weights(), (1.0, 1.0, 0.05))
+
+
+def test_thinning_the_fallback_spends_less_on_a_dear_model_that_is_not_the_best():
+    """A 60x model below a 2x model that carries alpha: over seeds 0-7 the runs that thin
+    the fallback serve it less and cost less, at the same satisfaction (one point). Not
+    to none: where it drew lucky thumbs first it looks the better model and is not
+    thinned until its level falls below the 2x model's."""
+    acc = (0.3, 0.85, 0.7)
+    data, X = zoo(1500, acc_easy=acc, acc_hard=acc, cost=(1.0, 2.0, 60.0), seed=4)
+    runs = {}
+    for thin in (False, True):
+        arrays = [simulate(data, X, SimulationConfig(contextual(0.7, thin_fallback=thin), seed=seed)).arrays()
+                  for seed in range(8)]
+        runs[thin] = (np.mean([(a["model"] == 2).mean() for a in arrays]), np.mean([a["cost"].mean() for a in arrays]),
+                      np.mean([a["satisfied"].mean() for a in arrays]))
+    assert runs[True][0] < 0.85 * runs[False][0]  # 4.4% of requests against 5.4%
+    assert runs[True][1] < 0.92 * runs[False][1]  # 12% less
+    assert runs[True][2] > runs[False][2] - 0.01
 
 
 # -- plan_calibration (opt-in): the plan's picks, calibrated ---------------------------------
