@@ -8,6 +8,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --set c_shared=1 --set c_model=0.1   # your own contextual settings
     python benchmarks/bench_honest_sla.py --encoder hf:PATH --scenarios demo llama   # your own encoder
     python benchmarks/bench_honest_sla.py --scenarios llama --modes contextual --misses   # each missed seed
+    python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual   # zoos no default was chosen on
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -25,6 +26,10 @@ no per-dataset tuning):
   ``stated_levels``), measured on an independent sample of the same zoo
   (``generate_demo_frame(3000, z + 1000, ...)``, as a leaderboard measures a model on
   other requests than yours), never on the stream itself;
+* fresh (run only when named): zoos from the same generators that no figure before the
+  fallback's thinning (``thin_fallback``) was drawn from, to check defaults chosen on the
+  others: 4-model zoos z = 2 to 5, 11-model zoos with costs unrelated to skill z = 1, 3,
+  and 11-model zoos with alpha between their two most accurate models z = 2, 3;
 * judge rows (``+ judge``): the same streams with judge fill-in (an ACPBench-grade judge,
   ``FeedbackConfig(judge_fill=...)``): users' thumbs where they gave them, the judge's
   verdict on every other answer and on the thumbed ones (the calibration pairs). A judge
@@ -82,7 +87,9 @@ MODES = ("paper", "guarded", "contextual")
 #: a missed run whose fallback served another model than the most accurate on this share
 #: of its requests or more locked in on a worse model (``--misses``)
 LOCKED_IN = 0.25
-SCENARIOS = ("demo", "llama", "zoos", "unseen", "stated")
+SCENARIOS = ("demo", "llama", "zoos", "unseen", "stated", "fresh")
+#: what a plain run covers (``fresh`` only when named: the issue's rows stay one command)
+DEFAULT_SCENARIOS = SCENARIOS[:-1]
 
 
 def synthetic(n_models: int, seed: int, z: int) -> RoutingData:
@@ -265,6 +272,15 @@ def break_even(plain: list[dict], judged: list[dict]) -> None:
               f"{'pays' if price > j['call_cost'] else 'does not pay'} |", flush=True)
 
 
+def between_two_stream(label: str, z: int) -> tuple:
+    """11-model zoo ``z`` (``random_zoo_models(11, 300 + z)``) with alpha between its two most
+    accurate models, named as the tables show it."""
+    hard = synthetic(11, 300 + z, z)
+    acc, cost = hard.solved.mean(0), hard.costs.mean(0)
+    note = "priciest not best" if np.argmax(cost) != np.argmax(acc) else "priciest best"
+    return (f"{label} 11-model zoo {z} ({note}; alpha between its best two)", hard, between_best_two(hard), False)
+
+
 def build_streams(scenarios, ablation: dict | None = None, stated_weight: float | None = None) -> list[tuple]:
     """The scenarios' streams as ``(name, data, alpha, with_judge[, settings])``: the one
     place they are built (``bench_preflight.py`` and ``bench_cpu_repro.py`` read them)."""
@@ -287,12 +303,15 @@ def build_streams(scenarios, ablation: dict | None = None, stated_weight: float 
         for z in (0, 1):
             four = synthetic(4, 200 + z, z)
             streams.append((f"unseen 4-model zoo {z}", four, midpoint_alpha(four), False))
-        for z in (0, 1):
-            hard = synthetic(11, 300 + z, z)
-            acc, cost = hard.solved.mean(0), hard.costs.mean(0)
-            note = "priciest not best" if np.argmax(cost) != np.argmax(acc) else "priciest best"
-            streams.append((f"unseen 11-model zoo {z} ({note}; alpha between its best two)", hard,
-                            between_best_two(hard), False))
+        streams += [between_two_stream("unseen", z) for z in (0, 1)]
+    if "fresh" in scenarios:
+        for z in (2, 3, 4, 5):
+            four = synthetic(4, 200 + z, z)
+            streams.append((f"fresh 4-model zoo {z}", four, midpoint_alpha(four), False))
+        for z in (1, 3):
+            zoo = synthetic(11, 100 + z, z)
+            streams.append((f"fresh 11-model zoo {z}", zoo, midpoint_alpha(zoo), False))
+        streams += [between_two_stream("fresh", z) for z in (2, 3)]
     if "stated" in scenarios:
         for n_models, base, label in ((4, 200, "unseen 4-model zoo"), (11, 300, "unseen 11-model zoo")):
             for z in (0, 1):
@@ -314,7 +333,7 @@ def main(argv=None) -> int:
     ap.add_argument("--first-seed", type=int, default=0,
                     help="the first stream seed (seeds FIRST to FIRST + SEEDS - 1): --first-seed 20 repeats "
                          "the test on 20 streams no figure above was drawn from")
-    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
+    ap.add_argument("--scenarios", nargs="+", default=list(DEFAULT_SCENARIOS), choices=SCENARIOS)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--encoder", default=DEFAULT_ENCODER,

@@ -177,3 +177,14 @@ def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallback
                        "--misses"]) == 0
     seed0 = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("seed 0:")][0]
     assert seed0.endswith("(level 42.0% on 7 request-blind thumbs; the fallback per request)")
+
+
+def test_fresh_zoos_run_only_when_named_and_are_not_the_tuned_ones(bench):
+    """``--scenarios fresh`` checks the defaults on zoos no earlier figure was drawn from: a
+    plain run leaves them out, and none is one of the ``zoos`` or ``unseen`` streams."""
+    assert "fresh" in bench.SCENARIOS and "fresh" not in bench.DEFAULT_SCENARIOS
+    fresh = bench.build_streams(["fresh"])
+    tuned = bench.build_streams(["zoos", "unseen"])
+    assert len(fresh) == 8 and all(0.0 < s[2] < 1.0 and s[0].startswith("fresh ") for s in fresh)
+    seen = [s[1].solved.tobytes() for s in tuned]
+    assert all(s[1].solved.tobytes() not in seen for s in fresh)
