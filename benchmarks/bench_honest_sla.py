@@ -272,6 +272,13 @@ def break_even(plain: list[dict], judged: list[dict]) -> None:
               f"{'pays' if price > j['call_cost'] else 'does not pay'} |", flush=True)
 
 
+def midpoint_stream(prefix: str, n_models: int, base: int, z: int) -> tuple:
+    """Zoo ``z`` of ``n_models`` (``random_zoo_models(n_models, base + z)``) at its midpoint
+    alpha, named as the tables show it."""
+    zoo = synthetic(n_models, base + z, z)
+    return (f"{prefix}{n_models}-model zoo {z}", zoo, midpoint_alpha(zoo), False)
+
+
 def between_two_stream(label: str, z: int) -> tuple:
     """11-model zoo ``z`` (``random_zoo_models(11, 300 + z)``) with alpha between its two most
     accurate models, named as the tables show it."""
@@ -296,21 +303,13 @@ def build_streams(scenarios, ablation: dict | None = None, stated_weight: float 
         else:
             print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
     if "zoos" in scenarios:
-        for z in (0, 2):
-            zoo = synthetic(11, 100 + z, z)
-            streams.append((f"11-model zoo {z}", zoo, midpoint_alpha(zoo), False))
+        streams += [midpoint_stream("", 11, 100, z) for z in (0, 2)]
     if "unseen" in scenarios:
-        for z in (0, 1):
-            four = synthetic(4, 200 + z, z)
-            streams.append((f"unseen 4-model zoo {z}", four, midpoint_alpha(four), False))
+        streams += [midpoint_stream("unseen ", 4, 200, z) for z in (0, 1)]
         streams += [between_two_stream("unseen", z) for z in (0, 1)]
     if "fresh" in scenarios:
-        for z in (2, 3, 4, 5):
-            four = synthetic(4, 200 + z, z)
-            streams.append((f"fresh 4-model zoo {z}", four, midpoint_alpha(four), False))
-        for z in (1, 3):
-            zoo = synthetic(11, 100 + z, z)
-            streams.append((f"fresh 11-model zoo {z}", zoo, midpoint_alpha(zoo), False))
+        streams += [midpoint_stream("fresh ", 4, 200, z) for z in (2, 3, 4, 5)]
+        streams += [midpoint_stream("fresh ", 11, 100, z) for z in (1, 3)]
         streams += [between_two_stream("fresh", z) for z in (2, 3)]
     if "stated" in scenarios:
         for n_models, base, label in ((4, 200, "unseen 4-model zoo"), (11, 300, "unseen 11-model zoo")):
