@@ -9,6 +9,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --encoder hf:PATH --scenarios demo llama   # your own encoder
     python benchmarks/bench_honest_sla.py --scenarios llama --modes contextual --misses   # each missed seed
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual   # zoos no default was chosen on
+    python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual --dearest 3   # where the cost went
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -53,6 +54,12 @@ a model that may be the best, checked a hundred times a stream, and the share of
 that the fallback, which repays a shortfall, served on another model): a miss whose
 fallback served another model on a quarter of the requests or more locked in on a worse
 model; one whose fallback did not ended at the limit of its margin.
+
+``--dearest K`` lists each stream's K dearest runs: the model that took most of the run's
+cost (its cost per request and share of requests), and what became of the models the
+static mixture serves (their share of requests; in the contextual mode, the share of the
+stream during which each was written off, and its level on how many request-blind thumbs
+at the end).
 """
 
 from __future__ import annotations
@@ -113,16 +120,16 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     router = RouterConfig(alpha=alpha, mode=mode).with_settings(**settings)
     sim = Simulation(data, X, SimulationConfig(router, feedback_rate=0.2, seed=seed, feedback=fb))
     best = int(np.argmax(data.solved.mean(0)))
-    # requests served while the most accurate model was written off (checked 100 times a
-    # stream), and whether the fallback served each request (no price reached the target;
-    # the price a step used is the policy's after it); the contextual mode only
-    off = 0
+    # requests served while each model was written off (checked 100 times a stream), and
+    # whether the fallback served each request (no price reached the target; the price a
+    # step used is the policy's after it); the contextual mode only
+    off = np.zeros(data.n_models)
     chunk = max(1, data.n_requests // 100)
     policy = sim.router.policy
     watch = hasattr(policy, "may_be_best")
     capped = np.zeros(data.n_requests, bool)
     while not sim.done:
-        written_off = watch and not policy.may_be_best()[best]
+        written_off = ~policy.may_be_best() if watch else np.zeros(data.n_models, bool)
         start = sim.t
         if watch:
             for _ in range(min(chunk, data.n_requests - start)):
@@ -130,8 +137,9 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
                 capped[sim.t - 1] = policy.lam >= PRICE_CAP
         else:  # the other modes serve a chunk on their batched path
             sim.step(chunk)
-        off += sim.t - start if written_off else 0
+        off += (sim.t - start) * written_off
     a = sim.arrays()
+    off /= len(a["model"])
     # the fallback that serves one model (not the per-request one) served another than the
     # most accurate: a request it served, not explored, on another model
     one_model = watch and policy.config.fallback != "request"
@@ -141,8 +149,19 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     status = sim.router.sla_status()
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
-            best_model_fate(best, a["model"], policy, off / len(a["model"]), misled / len(a["model"])),
-            status.get("estimate", math.nan))
+            best_model_fate(best, a["model"], policy, float(off[best]), misled / len(a["model"])),
+            status.get("estimate", math.nan), where_the_cost_went(data.n_models, a, policy, off))
+
+
+def where_the_cost_went(n_models: int, a: dict, policy, off: np.ndarray) -> tuple:
+    """Per model, in one run: ``(share of requests served, share of the run's cost, share of
+    the stream during which it was written off, request-blind level, request-blind thumbs)``
+    (the last three at the end, contextual mode only, else None): what ``--dearest`` reads."""
+    served = np.bincount(a["model"], minlength=n_models) / len(a["model"])
+    spent = np.bincount(a["model"], weights=a["cost"], minlength=n_models) / max(float(a["cost"].sum()), 1e-300)
+    if not hasattr(policy, "may_be_best"):
+        return served, spent, None, None, None
+    return served, spent, off, policy.blind_posterior()[0].copy(), policy.blind_cnt.astype(int)
 
 
 def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: float) -> tuple:
@@ -174,7 +193,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
 
     fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
     call_cost = float(data.costs.mean(0).min()) if judge else 0.0
-    mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
+    weights, mix, _ = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)
     tasks = [(m, s) for m in modes for s in seeds]
     out = Parallel(n_jobs=jobs)(delayed(one_run)(data, X, m, alpha, s, fb, call_cost, settings or {})
                                 for m, s in tasks)
@@ -201,7 +220,9 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             silent=int((cleared & missed).sum()), cleared=int(cleared.sum()),
             false_alarms=sum(1 for ms, f in zip(missed, first) if not ms and f is not None),
             misses=[(s, r[0], r[1] / mix, r[4], r[5], r[6]) for s, r, ms in zip(ran, res, missed) if ms],
-            best=(data.models[best], float(data.solved.mean(0)[best])), best_index=best, models=data.models))
+            best=(data.models[best], float(data.solved.mean(0)[best])), best_index=best, models=data.models,
+            runs=[(s, r[1] / mix, r[0], r[8]) for s, r in zip(ran, res)], mixture=np.asarray(weights),
+            unit=data.costs.mean(0) / mix))
     return rows
 
 
@@ -260,6 +281,29 @@ def print_misses(rows: list[dict]) -> None:
             print(f"  {locked} of {len(r['misses'])} misses had the fallback on another model for "
                   f"{100 * LOCKED_IN:.0f}% of requests or more (locked in); {len(r['misses']) - locked} "
                   f"at the limit of the margin", flush=True)
+
+
+def print_dearest(rows: list[dict], k: int) -> None:
+    """Each stream's ``k`` dearest runs: the model that took most of the cost, and what became
+    of the static mixture's models (:func:`where_the_cost_went`): a run far above the
+    stream's mean cost is one that served a dear model for long, and the models the
+    mixture serves say whether the router had written them off, on how many thumbs."""
+    for r in rows:
+        used = np.flatnonzero(r["mixture"] > 1e-9)
+        names = ", ".join(f"{r['models'][m]} {100 * r['mixture'][m]:.0f}%" for m in used)
+        print(f"\ndearest runs, {r['scenario']}, {r['mode']} (alpha {100 * r['alpha']:.1f}%; mean {r['cost']:.2f}x; "
+              f"the static mixture: {names}):")
+        for seed, cost, sat, (served, spent, off, level, thumbs) in sorted(r["runs"], key=lambda x: -x[1])[:k]:
+            top = int(np.argmax(spent))
+            line = (f"  seed {seed}: {cost:.2f}x, {100 * sat:.2f}% ({100 * (sat - r['alpha']):+.2f} points); "
+                    f"{r['models'][top]} ({r['unit'][top]:.2f}x a request) took {100 * spent[top]:.0f}% of the "
+                    f"cost on {100 * served[top]:.0f}% of requests")
+            for m in used[used != top]:
+                line += f"; the mixture's {r['models'][m]} ({r['unit'][m]:.2f}x) {100 * served[m]:.0f}%"
+                if off is not None:
+                    line += (f", written off for {100 * off[m]:.0f}% of the stream, level {100 * level[m]:.1f}% "
+                             f"on {thumbs[m]} request-blind thumbs at the end")
+            print(line, flush=True)
 
 
 def break_even(plain: list[dict], judged: list[dict]) -> None:
@@ -345,6 +389,9 @@ def main(argv=None) -> int:
     ap.add_argument("--misses", action="store_true",
                     help="after each table, list every missed seed of the modes that claim a bound "
                          "(satisfaction, cost, own bound, first warning)")
+    ap.add_argument("--dearest", type=int, default=0, metavar="K",
+                    help="after each table, each stream's K dearest runs: the model that took most of the "
+                         "cost and what became of the static mixture's models")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                     help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
                          "values read as JSON where they parse)")
@@ -364,6 +411,8 @@ def main(argv=None) -> int:
         print(f"contextual mode with {args.ablate + ' off' if args.ablate else 'its settings changed'}: {ablation}")
     if args.first_seed < 0:
         ap.error("--first-seed must be >= 0")
+    if args.dearest < 0:
+        ap.error("--dearest must be >= 0")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.perf_counter()
     encoder = "" if args.encoder == DEFAULT_ENCODER else f", encoder {args.encoder}"
@@ -380,12 +429,16 @@ def main(argv=None) -> int:
         print_rows(rows)
         if args.misses:
             print_misses(rows)
+        if args.dearest:
+            print_dearest(rows, args.dearest)
         plain_rows += rows
         if with_judge:
             jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs, ablation or None)
             print_rows(jrows)
             if args.misses:
                 print_misses(jrows)
+            if args.dearest:
+                print_dearest(jrows, args.dearest)
             judge_rows.append((rows, jrows))
     if judge_rows:
         print("\nJudge break-even: the price per call (as a multiple of the static mixture's cost per request) "

@@ -5,6 +5,9 @@ import pytest
 
 from ._scripts import load_script
 
+#: a fake run's ``where_the_cost_went`` for the demo's four models (a mode without write-offs)
+SPEND = (np.full(4, 0.25), np.full(4, 0.25), None, None, None)
+
 
 @pytest.fixture(scope="module")
 def bench():
@@ -63,8 +66,8 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
     # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
     # (no ending for the best model: as a mode without a write-off test reports)
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68)}
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68, SPEND)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -81,7 +84,7 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
 def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, capsys, monkeypatch):
     # seeds 0-35 meet alpha (85% against 80%), seeds 36-39 miss it: 36 of 40
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
-                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83))
+                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83, SPEND))
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "40", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
@@ -97,9 +100,9 @@ def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, caps
 def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys, monkeypatch):
     # seed 1 locked in (the fallback served the 32B on 70% of requests, the best model written
     # off for 60% of the stream); seed 2 ended at its margin (the fallback on another model for 10%)
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68),
-            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79)}
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84, SPEND),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68, SPEND),
+            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -127,7 +130,7 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     data = bench.synthetic(4, 200, 0)
     X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
     alpha = bench.midpoint_alpha(data)
-    sat, cost, stream, calls, lcb, first, (share, fate), estimate = bench.one_run(data, X, "contextual", alpha,
+    sat, cost, stream, calls, lcb, first, (share, fate), estimate, spend = bench.one_run(data, X, "contextual", alpha,
                                                                                   3, FeedbackConfig(), 0.0, {})
     # stepping in chunks to watch the best model routes exactly as one call
     sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
@@ -154,9 +157,17 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     assert by_fallback.any() and (a["model"][by_fallback] != best).any()
     assert misled == float(np.mean(by_fallback & (a["model"] != best)))
     assert level == float(pol.blind_posterior()[0][best]) and thumbs == int(pol.blind_cnt[best])
+    # where the run's cost went, per model: its requests, its cost, and the write-off watch
+    served, spent, off_all, levels, thumbs_all = spend
+    assert served == pytest.approx(np.bincount(a["model"], minlength=data.n_models) / len(a["model"]))
+    assert spent == pytest.approx(np.bincount(a["model"], weights=a["cost"], minlength=data.n_models)
+                                  / a["cost"].sum())
+    assert off_all[best] == off and ((off_all > 0) == (off_all >= 0.01)).all() and off_all.max() <= 1.0
+    assert levels == pytest.approx(pol.blind_posterior()[0]) and (thumbs_all == pol.blind_cnt).all()
     assert believed == pol.fallback_model() and 0 <= believed < data.n_models
     # a mode without a write-off test says nothing about it
-    assert bench.one_run(data, X, "paper", alpha, 3, FeedbackConfig(), 0.0, {})[6][1] is None
+    paper = bench.one_run(data, X, "paper", alpha, 3, FeedbackConfig(), 0.0, {})
+    assert paper[6][1] is None and paper[8][2:] == (None, None, None) and paper[8][1].sum() == pytest.approx(1.0)
 
 
 def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallbacks(bench, capsys, monkeypatch):
@@ -170,7 +181,7 @@ def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallback
     share, fate = bench.one_run(data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {"fallback": "request"})[6]
     misled, believed = fate[0], fate[5]
     assert misled == 0.0 and believed is None
-    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68)}
+    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68, SPEND)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "1", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -188,3 +199,42 @@ def test_fresh_zoos_run_only_when_named_and_are_not_the_tuned_ones(bench):
     assert len(fresh) == 8 and all(0.0 < s[2] < 1.0 and s[0].startswith("fresh ") for s in fresh)
     seen = [s[1].solved.tobytes() for s in tuned]
     assert all(s[1].solved.tobytes() not in seen for s in fresh)
+
+
+def test_dearest_names_the_model_that_took_the_cost_and_the_mixtures_models_fate(bench, capsys, monkeypatch):
+    from slarouter_core.baselines import static_mixture_lp
+
+    demo = bench.build_streams(["demo"])[0][1]
+    idx = {name: i for i, name in enumerate(demo.models)}
+    big, mid = idx["large-70b"], idx["medium-32b"]
+    weights, mix, _ = static_mixture_lp(demo.solved.mean(0), demo.costs.mean(0), 0.8)
+    assert weights[big] > 0 and weights[mid] > 0  # the demo's mixture at 80%: the 32B and the 70B
+
+    def spend(top: int, off_mid: float) -> tuple:
+        served, spent = np.full(4, 0.1), np.full(4, 0.05)
+        served[top], spent[top] = 0.7, 0.85
+        off = np.zeros(4)
+        off[mid] = off_mid
+        return served, spent, off, np.full(4, 0.3), np.full(4, 3)
+
+    # seed 1 the dearest (3x the stream's cost), seed 2 next; seed 0 not among the 2 dearest
+    fake = {0: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, spend(big, 0.0)),
+            1: (0.82, 3.0 * mix, 3.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(big, 0.6)),
+            2: (0.83, 2.0 * mix, 2.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(mid, 0.0))}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--dearest", "2"]) == 0
+    out = capsys.readouterr().out.split("+ judge")[0]  # the thumbs-only table's lines
+    assert (f"dearest runs, demo (mixed), contextual (alpha 80.0%; mean 2.00x; the static mixture: "
+            f"medium-32b {100 * weights[mid]:.0f}%, large-70b {100 * weights[big]:.0f}%):") in out
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith("seed ")]
+    unit = demo.costs.mean(0) / mix
+    assert lines[0] == (f"seed 1: 3.00x, 82.00% (+2.00 points); large-70b ({unit[big]:.2f}x a request) took 85% "
+                        f"of the cost on 70% of requests; the mixture's medium-32b ({unit[mid]:.2f}x) 10%, written "
+                        "off for 60% of the stream, level 30.0% on 3 request-blind thumbs at the end")
+    assert lines[1].startswith("seed 2: 2.00x") and f"medium-32b ({unit[mid]:.2f}x a request) took 85%" in lines[1]
+    assert "the mixture's large-70b" in lines[1] and len(lines) == 2
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--dearest", "-1", "--seeds", "1", "--scenarios", "demo"])
+    assert exit_.value.code == 2 and "--dearest must be >= 0" in capsys.readouterr().err
