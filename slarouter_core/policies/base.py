@@ -53,8 +53,8 @@ class PolicyStep:
     escalated: bool = False  # guarded mode: the guard overrode the rule's choice
     by_cluster: bool = False
     #: contextual mode: its fallback served the model that repays a shortfall at least cost,
-    #: not the lowest score (the best level: ``ContextualConfig.repay_cost``), or a cheaper
-    #: model than a thinned draw's pick (``ContextualConfig.thin_fallback``)
+    #: not the lowest score (the best level: ``ContextualConfig.repay_cost``), or the draw's
+    #: best model not thinned instead of a thinned pick (``ContextualConfig.thin_fallback``)
     repaid: bool = False
 
 
