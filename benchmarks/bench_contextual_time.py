@@ -13,9 +13,9 @@ how many labels it was fitted last:
   estimate and the levels only (``judge_labels=False``);
 * judge: the default, the text model also learns from the judge's calibrated verdicts
   (five times the labels at feedback rate 0.2, so more and larger refits);
-* judge, best-model fallback: ``repay_cost=False``, the fallback serving the best model
-  (what the repaying fallback's choice, a few small array operations per capped step,
-  costs).
+* judge, best-model fallback: ``repay_cost=False``, the fallback serving its posterior
+  draw's best model, thinned (what the repaying fallback's choice, a few small array
+  operations per capped step, costs).
 
 The embeddings come from the cache (embedded once, before the clock starts).
 """

@@ -172,7 +172,8 @@ class ContextualConfig(PolicyConfig):
       the model that does it at least cost: of the models sure to beat the rate the rest of
       the window needs (their level does in a share ``commit`` of the posterior draws), the
       one with the least mean cost per point of satisfaction above the path's rate; the best
-      model where none is sure (False: the best model always, the ablation). Two models
+      model where none is sure (False: the best model always, the ablation; a draw's pick
+      still thinned by ``thin_fallback`` where that is on). Two models
       that both repay are told apart by price, not by a few points of level: once the
       11-model zoo 0's 1.1x model, 15 points above alpha, is sure to repay, its fallback
       serves it instead of sampling the 13x, 46x and 88x models (docs/RESULTS.md, "The
@@ -804,8 +805,9 @@ class ContextualPolicy(Policy):
                 mean, draws, _, served, committed = self.thompson_shares(rng)
                 # commit to the model that is probably best; sample while it is unclear
                 base = mean if committed else draws[0]
-                # without repay_cost the levels decide (the ablation: the same bits as before it)
-                fb = served if cfg.repay_cost else None
+                # the fallback's own pick (repaying at least cost, a thinned draw kept or
+                # not); with neither option the levels decide (the same bits as before them)
+                fb = served if cfg.repay_cost or cfg.thin_fallback else None
                 rescuer = self.rescuer(served)
                 if rescuer is not None:
                     fb = rescuer

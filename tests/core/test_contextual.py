@@ -837,6 +837,29 @@ def test_the_fallback_thins_a_dearer_worse_model_at_its_cost_ratio_to_the_model_
     assert np.allclose(_fallback_policy((0.72, 0.85, 0.71), (100, 200, 40), costs).fallback_weights(), (1.0, 1.0, 0.05))
 
 
+def test_the_fallback_serves_its_thinned_pick_without_repay_cost_too():
+    """Thinning reaches the served model whichever options are on: without ``repay_cost``
+    (the ``--ablate repay`` runs) a capped step serves the Thompson fallback's own pick,
+    the thinned one, not the best level of its first draw (the dearer, worse model then
+    served as often as without thinning)."""
+    from slarouter_core.policies.contextual import PRICE_CAP
+
+    costs = np.array([1.0, 2.0, 20.0])
+    served = {}
+    for thin in (True, False):
+        pol = _fallback_policy((0.3, 0.85, 0.75), (100, 200, 4), costs, repay_cost=False, commit=1.0,
+                               explore_c=0.0, thin_fallback=thin)
+        pol.lam = PRICE_CAP  # no price reaches the target: the fallback serves
+        steps = [t for t in range(2, 400) if t % pol.config.replan]  # no replan resets the price
+        models = np.array([pol.choose(np.zeros(4, np.float32), costs, t, 1.0, 0.5).model for t in steps])
+        served[thin] = (models == 2).mean()
+        if thin:  # each step serves the pick its own draws give
+            picks = [pol.thompson_shares(np.random.Generator(np.random.PCG64([pol.seed, t])))[3] for t in steps]
+            assert np.array_equal(models, picks)
+    assert served[False] > 0.1  # a thinly labelled model draws high often
+    assert served[True] < 0.25 * served[False]
+
+
 def test_thinning_the_fallback_spends_less_on_a_dear_model_that_is_not_the_best():
     """A 60x model below a 2x model that carries alpha: over seeds 0-7 the runs that thin
     the fallback serve it less and cost less, at the same satisfaction (one point). Not
