@@ -135,7 +135,8 @@ class Decision:
     v: float
     alpha: float
     escalated: bool = False
-    #: the contextual fallback's cheapest repayment of a shortfall, not the lowest score
+    #: the contextual fallback chose by price (the cheapest repayment of a shortfall, or a
+    #: dear model's draw thinned), not the lowest score
     repaid: bool = False
     #: the served model's satisfaction estimate as the policy's queue counts it
     shat_served: float = math.nan

@@ -279,14 +279,15 @@ class HandSession:
     @staticmethod
     def why(req: HandRequest) -> str:
         """How the served model was picked: explored, escalated by the guard, the contextual
-        fallback's cheapest repayment of a shortfall, or lowest score."""
+        fallback's choice by price (the cheapest repayment of a shortfall, or a dear model's
+        draw thinned at its cost ratio: ``Decision.repaid`` marks both), or lowest score."""
         d = req.decision
         if d.explored:
             return "explored"
         if getattr(d, "escalated", False):
             return "escalated (guard)"
         if getattr(d, "repaid", False):
-            return "cheapest repayment (fallback)"
+            return "fallback by price (cheapest repayment or a thinned draw)"
         return "lowest score"
 
     def logged_outcome(self, req: HandRequest) -> str:

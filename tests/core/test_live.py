@@ -309,13 +309,14 @@ def test_why_names_the_guard_escalation(small):
     assert "predictor after" not in paper.explanation(paper.next_from_stream()).columns
 
 
-def test_why_names_the_contextual_fallbacks_cheapest_repayment():
-    """The contextual fallback may serve a cheaper model than its scores' lowest (the
-    model that repays a shortfall at least cost): the page says so, not "lowest score"."""
+def test_why_names_the_contextual_fallbacks_choice_by_price():
+    """The contextual fallback may serve another model than its scores' lowest (the
+    model that repays a shortfall at least cost, or the draw's best model left when a dear
+    one is thinned): the page says so, not "lowest score"."""
     d = Decision(t=9, model=0, explored=False, p_explore=0.0, shat=np.array([0.9, 0.95]),
                  costs=np.array([1.0, 10.0]), q=1e9, v=1.0, alpha=0.8, repaid=True)
     assert int(np.argmin(d.scores)) == 1
-    assert HandSession.why(SimpleNamespace(decision=d)) == "cheapest repayment (fallback)"
+    assert HandSession.why(SimpleNamespace(decision=d)) == "fallback by price (cheapest repayment or a thinned draw)"
     assert HandSession.why(SimpleNamespace(decision=replace(d, repaid=False))) == "lowest score"
 
 
