@@ -147,24 +147,25 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     calls = judge_calls(a["feedback"])
     stream = float(a["cost"].mean())
     status = sim.router.sla_status()
+    spend = where_the_cost_went(data.n_models, a, policy, off if watch else None)
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
-            best_model_fate(best, a["model"], policy, float(off[best]), misled / len(a["model"])),
-            status.get("estimate", math.nan), where_the_cost_went(data.n_models, a, policy, off))
+            best_model_fate(best, spend, policy, misled / len(a["model"])), status.get("estimate", math.nan), spend)
 
 
-def where_the_cost_went(n_models: int, a: dict, policy, off: np.ndarray) -> tuple:
+def where_the_cost_went(n_models: int, a: dict, policy, off: np.ndarray | None) -> tuple:
     """Per model, in one run: ``(share of requests served, share of the run's cost, share of
     the stream during which it was written off, request-blind level, request-blind thumbs)``
-    (the last three at the end, contextual mode only, else None): what ``--dearest`` reads."""
+    (the last three at the end; None where ``off`` is, a mode without a write-off test):
+    what ``--dearest`` reads."""
     served = np.bincount(a["model"], minlength=n_models) / len(a["model"])
     spent = np.bincount(a["model"], weights=a["cost"], minlength=n_models) / max(float(a["cost"].sum()), 1e-300)
-    if not hasattr(policy, "may_be_best"):
+    if off is None:
         return served, spent, None, None, None
     return served, spent, off, policy.blind_posterior()[0].copy(), policy.blind_cnt.astype(int)
 
 
-def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: float) -> tuple:
+def best_model_fate(best: int, spend: tuple, policy, misled: float) -> tuple:
     """What became of the stream's most accurate model in one run: ``(share of requests
     it served, ending)``, ``ending`` (contextual mode only, else None) being ``(share of the
     requests the fallback served on another model (no price reached the target, not
@@ -178,13 +179,14 @@ def best_model_fate(best: int, served: np.ndarray, policy, off: float, misled: f
     fallback nor, while no price reaches the target, exploration gives it a request. A
     miss whose fallback served another model on ``LOCKED_IN`` of the requests or more
     locked in on a worse model (written off, or a contender the fallback seldom drew);
-    one that did not is at the limit of its margin."""
-    share = float(np.mean(served == best))
-    if not hasattr(policy, "may_be_best"):
+    one that did not is at the limit of its margin. ``spend``: the run's
+    :func:`where_the_cost_went`, whose entries at ``best`` these are."""
+    served, _, off, level, thumbs = spend
+    share = float(served[best])
+    if off is None:
         return share, None
-    level = policy.blind_posterior()[0]
-    return share, (misled, off, not bool(policy.may_be_best()[best]), float(level[best]),
-                   int(policy.blind_cnt[best]), policy.fallback_model())
+    return share, (misled, float(off[best]), not bool(policy.may_be_best()[best]), float(level[best]),
+                   int(thumbs[best]), policy.fallback_model())
 
 
 def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
