@@ -270,7 +270,7 @@ if emb is not None:
                           delta="at risk" if status.get("at_risk") else None, delta_color="inverse",
                           delta_arrow="off",
                           help=(status.get("guarantee") or "This router claims no guarantee of its own.")
-                          + (f" At risk since request {status['first_at_risk']:,}." if status.get("first_at_risk")
+                          + (f" At risk since request {status['at_risk_since']:,}." if status.get("at_risk_since")
                              else ""))
             met = r["sla"] == "met"
             for col, key, ref in ((row[3], "vs_mixture", "static mixture"), (row[4], "vs_best", best)):

@@ -126,6 +126,19 @@ class RoutingData:
         self._check_known(drop)
         return self.select([b for b in self.benchmark_names if b not in drop])
 
+    def take(self, rows: Sequence[int]) -> "RoutingData":
+        """The requests at positions ``rows``, in that order, each at most once: a stream
+        served in a given order (``SimulationConfig(shuffle=False)``), e.g. one SLA window
+        of some requests and the next of others."""
+        idx = np.asarray(rows)
+        if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+            raise DataValidationError(["rows must be a 1-D sequence of integer positions"])
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_requests):
+            raise DataValidationError([f"rows must lie in [0, {self.n_requests}), got {idx.min()} to {idx.max()}"])
+        if len(np.unique(idx)) != len(idx):
+            raise DataValidationError(["rows name a request twice: each request must appear once"])
+        return self._subset(idx.astype(np.int64))
+
     def _check_known(self, names: list[str]) -> None:
         known = set(self.benchmark_names)
         unknown = [b for b in names if b not in known]
@@ -135,13 +148,14 @@ class RoutingData:
                  f"{', '.join(self.benchmark_names)}."]
             )
 
-    def _subset(self, mask: np.ndarray) -> "RoutingData":
+    def _subset(self, rows: np.ndarray) -> "RoutingData":
+        """The rows a boolean mask or integer positions pick, in that order."""
         return RoutingData(
-            frame=self.frame.loc[mask].reset_index(drop=True),
+            frame=self.frame.iloc[rows].reset_index(drop=True),
             models=self.models,
             cost_metric=self.cost_metric,
-            solved=_readonly(self.solved[mask]),
-            costs=_readonly(self.costs[mask]),
+            solved=_readonly(self.solved[rows]),
+            costs=_readonly(self.costs[rows]),
             metadata=self.metadata,
             warnings=self.warnings,
         )

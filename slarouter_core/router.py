@@ -333,9 +333,13 @@ class SLARouter:
 
     def sla_status(self) -> dict:
         """What the router claims about its SLA now: ``at_risk`` (the target can no longer
-        be reached with the stated confidence in the rest of the window), the step of the
-        first warning (``first_at_risk``, None if none), and the guarantee in words
-        (``guarantee``; None for a policy that claims none)."""
+        be reached with the stated confidence in the rest of the window), the step the
+        standing warning began (``at_risk_since``, None while clear), the step of the
+        current SLA window's first warning (``first_at_risk``, None if none; each window
+        starts clear), and the guarantee in words (``guarantee``; None for a policy that
+        claims none). The contextual policy adds its bound, estimate, the window's length,
+        the requests served in it, its index (``window_index``, from 0) and how many
+        windows were warned (``windows_at_risk``)."""
         return dict(self.policy.sla_status())
 
     def late_feedback(self, t: int, feedback: int | float) -> None:

@@ -57,8 +57,8 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
             lines.append(f"**{r['mode']}** misses the SLA so far: {_pct(sat)} satisfied, "
                          f"{100 * (alpha - sat):.1f} points under alpha {_pct(alpha)}, {cost}.")
         if r["status"].get("at_risk"):
-            first = r["status"].get("first_at_risk")
-            lines[-1] += " Its own check flags the SLA **at risk**" + (f" since request {first:,}." if first else ".")
+            since = r["status"].get("at_risk_since")
+            lines[-1] += " Its own check flags the SLA **at risk**" + (f" since request {since:,}." if since else ".")
         if policy_info(r["mode"]).explored_labels_only and r["sla"] == "missed":
             lines.append(f"Why `{r['mode']}` misses: it explores with probability min(1, c / t^(1/4)) (c = {c:g}), so it "
                          f"explored {_pct(r['explored_share'])} of the requests ({r['explored']:,} of "

@@ -181,7 +181,7 @@ class Policy(ABC):
     # -- defaults -----------------------------------------------------------------------
     def sla_status(self) -> dict:
         """What it claims about its SLA now (see ``SLARouter.sla_status``); none by default."""
-        return {"at_risk": False, "first_at_risk": None, "guarantee": None}
+        return {"at_risk": False, "at_risk_since": None, "first_at_risk": None, "guarantee": None}
 
     def late_judge(self, t: int, verdict: float) -> None:
         """A judge's verdict on step ``t`` after it was observed: a label where the policy

@@ -93,8 +93,12 @@ class Certificate:
         self.pairs_n = 0
         self.calib: np.ndarray | None = None
         self.next_calib = 16
+        # the at-risk signal, per SLA window: the first warning of the current window, the
+        # step the warning now standing began (None when clear), windows warned so far
         self.first_at_risk: int | None = None
         self.at_risk = False
+        self.at_risk_since: int | None = None
+        self.windows_at_risk = 0
         self._margin: tuple[tuple, float] | None = None  # final_margin's memo
 
     # -- the estimate -------------------------------------------------------------------
@@ -181,8 +185,12 @@ class Certificate:
         return self.pairs_buf[:min(self.pairs_n, MAX_PAIRS)]
 
     def new_window(self) -> None:
+        """The next SLA window: its estimate, variance and warnings start afresh (a warning of
+        the last window says nothing of this one; what was learned about residuals and the
+        judge stays)."""
         self.t, self.dr, self.var = 0, 0.0, 0.0
         self.n_windows += 1
+        self.at_risk, self.at_risk_since, self.first_at_risk = False, None, None
 
     # -- the bound ----------------------------------------------------------------------
     def width(self, var: float) -> float:
@@ -270,9 +278,14 @@ class Certificate:
             risk = end < self.alpha * self.window
         else:  # anytime: the bound is behind alpha and even the best level is below it
             risk = self.lower_bound() < self.alpha and best_rate < self.alpha
+        if risk and not self.at_risk:
+            self.at_risk_since = int(step)
+        elif not risk:
+            self.at_risk_since = None
         self.at_risk = bool(risk)
         if risk and self.first_at_risk is None:
             self.first_at_risk = int(step)
+            self.windows_at_risk += 1
         return self.at_risk
 
     def describe(self) -> str:
@@ -303,6 +316,8 @@ class Certificate:
         meta = {k: repr(float(getattr(self, k))) for k in self._SCALARS}
         meta["first_at_risk"] = self.first_at_risk
         meta["at_risk"] = self.at_risk
+        meta["at_risk_since"] = self.at_risk_since
+        meta["windows_at_risk"] = self.windows_at_risk
         arrays = {"certificate.r2": self.r2.copy(), "certificate.r2_n": self.r2_n.copy(),
                   "certificate.pairs": np.ascontiguousarray(self.pairs)}
         if self.calib is not None:
@@ -318,6 +333,10 @@ class Certificate:
         fa = meta.get("first_at_risk")
         self.first_at_risk = None if fa is None else int(fa)
         self.at_risk = bool(meta.get("at_risk", False))
+        # checkpoints before these fields: a standing warning began no later than the first
+        since = meta.get("at_risk_since", self.first_at_risk if self.at_risk else None)
+        self.at_risk_since = None if since is None or not self.at_risk else int(since)
+        self.windows_at_risk = int(meta.get("windows_at_risk", int(self.first_at_risk is not None)))
         for k in ("r2", "r2_n"):
             a = np.array(arrays[f"certificate.{k}"], np.float64).reshape(2)
             if not np.all(np.isfinite(a)):

@@ -536,9 +536,10 @@ class ContextualPolicy(Policy):
 
     def sla_status(self) -> dict:
         cert = self.cert
-        return {"at_risk": cert.at_risk, "first_at_risk": cert.first_at_risk, "guarantee": cert.describe(),
-                "lower_bound": cert.lower_bound(), "estimate": cert.estimate(), "window": cert.window,
-                "window_served": cert.t}
+        return {"at_risk": cert.at_risk, "at_risk_since": cert.at_risk_since, "first_at_risk": cert.first_at_risk,
+                "guarantee": cert.describe(), "lower_bound": cert.lower_bound(), "estimate": cert.estimate(),
+                "window": cert.window, "window_served": cert.t, "window_index": cert.n_windows,
+                "windows_at_risk": cert.windows_at_risk}
 
     def candidates(self, level: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Models still worth a label: not shown, with 95% confidence, to be dearer and not

@@ -114,6 +114,37 @@ def test_no_warning_where_alpha_is_easily_reached():
         assert sim.arrays()["satisfied"].mean() >= 0.75
 
 
+def test_the_warning_is_per_sla_window_and_says_since_when_it_stands():
+    c = Certificate(0.8, 0.05, "window", 1000)
+    _run_at(c, 0.5, 200)  # far behind: only a perfect rest could save the window
+    assert c.check_risk(0.9, 200) and (c.at_risk_since, c.first_at_risk, c.windows_at_risk) == (200, 200, 1)
+    assert c.check_risk(0.9, 208) and c.at_risk_since == 200  # still the same warning
+    assert not c.check_risk(1.0, 216) and c.at_risk_since is None and c.first_at_risk == 200  # cleared
+    assert c.check_risk(0.9, 224) and (c.at_risk_since, c.first_at_risk) == (224, 200)  # a new warning
+    meta, arrays = c.state_dict()
+    back = Certificate(0.8, 0.05, "window", 1000)
+    back.load_state(meta, arrays)
+    assert (back.at_risk, back.at_risk_since, back.first_at_risk, back.windows_at_risk) == (True, 224, 200, 1)
+    # a checkpoint from before these fields: the standing warning began no later than the first
+    old = Certificate(0.8, 0.05, "window", 1000)
+    old.load_state({k: v for k, v in meta.items() if k not in ("at_risk_since", "windows_at_risk")}, arrays)
+    assert (old.at_risk_since, old.windows_at_risk) == (200, 1)
+    _run_at(c, 0.5, 801)  # the window ends; the next one starts clear
+    assert c.n_windows == 1 and c.t == 1
+    assert (c.at_risk, c.at_risk_since, c.first_at_risk, c.windows_at_risk) == (False, None, None, 1)
+    assert c.check_risk(0.5, 1001) and (c.first_at_risk, c.windows_at_risk) == (1001, 2)
+
+
+def test_a_service_running_window_after_window_reports_the_window_it_is_in():
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    sim = simulate(data, X, SimulationConfig(contextual(0.97, sla_window=1000), seed=0))
+    status = sim.router.sla_status()
+    assert status["window_index"] == 1 and status["window_served"] == 1000
+    # alpha out of reach in both windows: each is warned, the second on its own
+    assert status["windows_at_risk"] == 2 and status["first_at_risk"] > 1000
+    assert status["at_risk"] and status["first_at_risk"] <= status["at_risk_since"] <= 2000
+
+
 def test_the_at_risk_rate_is_the_fallbacks_own_mix_once_its_models_are_known():
     """A fallback that samples between two close models delivers their mix, not the better
     one's level; committed, it delivers one model's; while a model it may serve is thinly

@@ -84,6 +84,22 @@ def test_without_leaves_out_the_named_benchmarks_and_rejects_unknown_ones():
         data.without(data.benchmark_names)
 
 
+def test_take_serves_the_rows_named_in_that_order_and_refuses_bad_ones():
+    data = from_frame(make_frame())
+    rows = [5, 0, 59, 7]
+    part = data.take(rows)
+    assert part.n_requests == 4 and part.models == data.models
+    assert part.texts == [data.texts[i] for i in rows]
+    np.testing.assert_array_equal(part.solved, data.solved[rows])
+    np.testing.assert_array_equal(part.costs, data.costs[rows])
+    assert list(part.frame.index) == [0, 1, 2, 3]
+    for bad, message in (([1, 1], "twice"), ([60], r"\[0, 60\)"), ([-1], r"\[0, 60\)"), ([0.5], "integer"),
+                         ([[0, 1]], "1-D")):
+        with pytest.raises(DataValidationError, match=message):
+            data.take(bad)
+    assert data.take([]).n_requests == 0
+
+
 def test_parquet_round_trip_and_bad_files(tmp_path):
     p = write_parquet(make_frame(), tmp_path / "ok.parquet", metadata={"synthetic": True})
     data = load_parquet(p)
