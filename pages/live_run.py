@@ -262,8 +262,9 @@ if emb is not None:
                           delta=None if math.isnan(sat) else f"{100 * (sat - h['alpha']):+.1f} pts vs alpha",
                           label_visibility="collapsed",
                           help=f"SLA {r['sla']}: met when the satisfaction so far is at least alpha = "
-                               f"{100 * h['alpha']:.1f}%." + (f" Its own 90% lower bound: {100 * r['lcb']:.1f}%."
-                                                              if math.isfinite(r["lcb"]) else ""))
+                               f"{100 * h['alpha']:.1f}%." + (f" Its own {100 * r['bound_scope'][0]:.0f}% lower bound"
+                                                              f" ({r['bound_scope'][1]}): {100 * r['lcb']:.1f}%."
+                                                              if math.isfinite(r["lcb"]) and r["bound_scope"] else ""))
             status = r["status"]
             sla = "-" if r["sla"] == "not started" else r["sla"]
             row[2].metric(f"SLA ({r['mode']})", sla, label_visibility="collapsed",

@@ -66,19 +66,25 @@ def panel() -> None:
     m[1].metric("Cost so far (zoo prices)", f"{h['cost']:.4g}",
                 help="In the currency of the zoo file's price_per_1k_input/output and price_per_request "
                      "(e.g. USD), from the token usage the models reported.")
-    m[2].metric("SLA", h["sla"], help=f"alpha = {h['alpha']:.3f}; met when the lower bound is at least alpha.")
+    m[2].metric("SLA", h["sla"], delta="at risk" if h["at_risk"] else None, delta_color="inverse", delta_arrow="off",
+                help=f"alpha = {h['alpha']:.3f}; met when the lower bound is at least alpha."
+                + (f" At risk since request {h['at_risk_since']:,}: even at its best the router does not "
+                   "expect its bound to reach alpha by the window's end." if h["at_risk"] and h["at_risk_since"]
+                   else "") + (f" {h['window']}." if h["window"] else ""))
     m[3].metric("Queue Q", f"{h['q']:.3g}")
     m = st.columns(3)  # longer labels than the first row's: a quarter of the page cut them
-    m[0].metric("Satisfaction, all requests (estimate)", fmt_share(h["estimate"]),
-                help="Every request routed: the thumbs where a user gave them, the router's own prediction "
-                     "elsewhere.")
+    covers, conf = h["covers"], f"{100 * h['confidence']:.0f}%"
+    m[0].metric(f"Satisfaction, {covers} (estimate)", fmt_share(h["estimate"]),
+                help=("Every request routed" if covers == "all requests" else
+                      "Every request of the current SLA window (each window starts afresh)")
+                + ": the thumbs where a user gave them, the router's own prediction elsewhere.")
     if wilson:  # the bound is on the thumbs alone: show it beside the share it bounds
         n = up + down
         m[1].metric(f"Thumbs up (of {n:,} thumbs)", fmt_share(up / n) if n else "-",
                     help="Only the requests whose users gave thumbs: another population than the estimate's.")
-        m[2].metric("Thumbs up: 90% lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
+        m[2].metric(f"Thumbs up: {conf} lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
     else:
-        m[1].metric("Satisfaction, all requests: 90% lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
+        m[1].metric(f"Satisfaction, {covers}: {conf} lower bound", fmt_share(h["lower_bound"]), help=h["bound"])
     st.caption(f"mode {h['mode']} · thumbs up {up:,}, down {down:,} · "
                f"backend failures {h['failures']:,} · requests no backend answered {h['failed']:,}"
                + (f" · {h['refits']}" if h["refits"] else "") + ". "

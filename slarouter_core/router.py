@@ -31,6 +31,7 @@ from .policies.base import LATE_WINDOW, BlockTrace, Policy, StepDraws, int_state
 # guarded's names stay importable from here, as the docs import them
 from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig
 from .policies.registry import DEFAULT_POLICY, REGISTRY, policy_class, settings_of
+from .policies.registry import info as policy_info
 from .policies.registry import names as policy_names
 from .policies.schedule import exploration_probability
 from .validation import check_alpha
@@ -215,6 +216,15 @@ class SLARouter:
         if self.t == 0:
             return math.nan
         return float(self.policy.lower_bound(self.t, z))
+
+    def bound_scope(self, z: float = 1.2816) -> tuple[float, str] | None:
+        """``(confidence, scope)`` of :meth:`certified_lower_bound` at ``z``: its one-sided
+        confidence and the requests it covers (``"all requests"``, or ``"this SLA window"``
+        for the contextual mode's window certificate, at its own ``1 - delta``); None where
+        the mode claims no bound. What labels a bound reads from here."""
+        if not policy_info(self.config.mode).claims_bound:
+            return None
+        return self.policy.bound_scope(z)
 
     def satisfaction_estimate(self) -> float:
         """The router's own estimate of the satisfied share so far (NaN where it has none)."""

@@ -236,7 +236,9 @@ class LiveRun:
                                "q_label": policy_info(mode).queue_title, "v_note": self.v_note(mode),
                                "v_applies": policy_info(mode).v_applies,
                                "best_model": self.data.models[self.best_model], "raw_unit": self.data.cost_unit,
-                               "status": sim.router.sla_status()}
+                               "status": sim.router.sla_status(),
+                               # (confidence, requests covered) of its bound; None: it claims none
+                               "bound_scope": sim.router.bound_scope()}
         if k == 0:
             return {**out, "served": 0, "cost": 0.0, "cost_raw": 0.0, "cost_unit": unit,
                     "satisfaction": float("nan"), "sla": "not started", "v": self.expected_v(mode), "q": 0.0,
@@ -286,6 +288,21 @@ class LiveRun:
         """Router ``mode``'s trace arrays (``Simulation.arrays``) cut to the first ``k``
         requests, so that every router's series end at the same request."""
         return {name: v[:k] for name, v in self.sims[mode].arrays().items()}
+
+    def _band_title(self) -> str:
+        """What the satisfaction chart's band is: each router's own lower bound, at its own
+        confidence (the contextual mode's window certificate at 1 - delta, the others' 90%)."""
+        levels = {}
+        for m in self.routers:
+            scope = self.sims[m].router.bound_scope()
+            if scope is not None:
+                levels.setdefault(f"{100 * scope[0]:.0f}%", []).append(self.labels[m])
+        if not levels:
+            return ""
+        if len(levels) == 1:
+            return f" (band: its own {next(iter(levels))} lower bound)"
+        return " (band: each router's own lower bound, " + ", ".join(
+            f"{lvl} for {', '.join(names)}" for lvl, names in levels.items()) + ")"
 
     @_locked
     def charts(self, max_points: int | None = None) -> list[ChartFrame]:
@@ -346,9 +363,7 @@ class LiveRun:
         sat_frame = _long_parts(sat_parts)
         sat_frame["lo"] = np.concatenate(lo).astype(np.float32) if lo else np.zeros(0, np.float32)
         out.append(ChartFrame("satisfaction", sat_frame,
-                              _chart_spec("Running request satisfaction" + (
-                                  " (band: its own 90% lower bound)"
-                                  if any(policy_info(m).claims_bound for m in self.routers) else ""),
+                              _chart_spec("Running request satisfaction" + self._band_title(),
                                          "satisfaction", self._colors(labels, "router" if multi else None), n,
                                          rule=self.alpha, rule_label=f"alpha = {100 * self.alpha:.1f}%",
                                          percent=True, y_domain=[0.0, 1.0], band=True)))

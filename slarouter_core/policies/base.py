@@ -22,6 +22,7 @@ import math
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields, is_dataclass
+from statistics import NormalDist
 from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
@@ -179,6 +180,11 @@ class Policy(ABC):
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None: ...
 
     # -- defaults -----------------------------------------------------------------------
+    def bound_scope(self, z: float) -> tuple[float, str]:
+        """``(confidence, scope)`` of :meth:`lower_bound` at ``z``: a one-sided normal bound
+        at ``z`` on every request so far, by default (a policy with its own claim says so)."""
+        return NormalDist().cdf(z), "all requests"
+
     def sla_status(self) -> dict:
         """What it claims about its SLA now (see ``SLARouter.sla_status``); none by default."""
         return {"at_risk": False, "at_risk_since": None, "first_at_risk": None, "guarantee": None}

@@ -529,6 +529,11 @@ class ContextualPolicy(Policy):
         """Point estimate of the satisfied share of the window so far (prediction-powered)."""
         return self.cert.estimate()
 
+    def bound_scope(self, z: float) -> tuple[float, str]:
+        """Its own confidence (``z`` is not used), on the SLA window so far (window mode) or
+        on every request so far (anytime)."""
+        return 1.0 - self.cert.delta, "this SLA window" if self.cert.guarantee == "window" else "all requests"
+
     def decision_queue(self) -> float:
         """How far (in requests) the estimate is behind the path whose end clears the
         bound: the quantity the target repays (0 when ahead)."""

@@ -39,6 +39,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -535,21 +536,26 @@ class RoutingService(Persistence):
         self.router.judge_verdict(ev["t"], int(ev["verdict"]))
 
     # -- state --------------------------------------------------------------------------
-    def _estimate(self) -> tuple[float, float, str]:
-        """(satisfaction estimate, its lower confidence bound, how the bound is made)."""
+    def _estimate(self) -> tuple[float, float, str, float, str]:
+        """(satisfaction estimate, its lower confidence bound, how the bound is made, its
+        one-sided confidence, the requests both cover): the contextual mode's are of the
+        current SLA window, at its own ``1 - delta``."""
         r = self.router
+        scope = r.bound_scope(Z90)
+        conf, covers = scope if scope is not None else (NormalDist().cdf(Z90), "all requests")
         if r.t == 0:
-            return math.nan, math.nan, "none"
+            return math.nan, math.nan, "none", conf, covers
         est = r.satisfaction_estimate()
         if not math.isfinite(est):
-            est = self.plug_sum / r.t  # feedback where given, the router's prediction elsewhere
+            est, covers = self.plug_sum / r.t, "all requests"  # feedback where given, the prediction elsewhere
         lcb = float(r.certified_lower_bound(Z90))
-        kind = "router (one-sided 90%)"
+        kind = f"router (one-sided {100 * conf:.0f}%, {covers})"
         if not math.isfinite(lcb):
             up = sum(s.thumbs_up for s in self.stats)
             n = up + sum(s.thumbs_down for s in self.stats)
-            lcb, kind = wilson_lower(up, n), "Wilson one-sided 90% on the thumbs received"
-        return est, lcb, kind
+            conf = NormalDist().cdf(Z90)
+            lcb, kind = wilson_lower(up, n), f"Wilson one-sided {100 * conf:.0f}% on the thumbs received"
+        return est, lcb, kind, conf, covers
 
     def preflight(self) -> dict | None:
         """The pre-flight check (:mod:`..preflight`) of this service's SLA from the zoo's
@@ -589,7 +595,7 @@ class RoutingService(Persistence):
         now = time.monotonic()
         with self._lock:
             r = self.router
-            est, lcb, kind = self._estimate()
+            est, lcb, kind, conf, covers = self._estimate()
             up = sum(s.thumbs_up for s in self.stats)
             down = sum(s.thumbs_down for s in self.stats)
             rows = list(self.trace)[-history:] if history > 0 else []
@@ -613,6 +619,7 @@ class RoutingService(Persistence):
                 "feedback": {"satisfied": up, "unsatisfied": down,
                              "pending": sum(1 for v in self.requests.values() if v[4] is None and v[3] == "answered")},
                 "satisfaction": {"estimate": _num(est), "lower_bound": _num(lcb), "bound": kind,
+                                 "confidence": conf, "covers": covers,
                                  "sla_met": None if not math.isfinite(lcb) else bool(lcb >= r.config.alpha)},
                 "sla": r.sla_status(),
                 "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},

@@ -88,6 +88,16 @@ def refit_text(refits: dict | None) -> str:
     return ", ".join(parts)
 
 
+def sla_window_text(sla: dict) -> str:
+    """The SLA window the contextual mode is in, in words ("" for a mode without one)."""
+    if sla.get("window") is None or sla.get("window_index") is None:
+        return ""
+    text = (f"SLA window {sla['window_index'] + 1:,}: {sla.get('window_served', 0):,} of "
+            f"{sla['window']:,} requests served")
+    warned = sla.get("windows_at_risk") or 0
+    return text + (f"; {warned:,} window{'' if warned == 1 else 's'} warned at risk so far" if warned else "")
+
+
 @dataclass
 class ServiceView:
     """Headline numbers and chart frames of one state document."""
@@ -104,7 +114,11 @@ class ServiceView:
         return {"served": s["t"], "cost": s["cost_total"], "q": s["decision_queue"], "v": s["v"],
                 "alpha": s["alpha"], "mode": s["mode"], "estimate": sat["estimate"],
                 "lower_bound": sat["lower_bound"], "bound": sat["bound"],
+                # a service from before these fields: a 90% bound on every request
+                "confidence": sat.get("confidence", 0.9), "covers": sat.get("covers", "all requests"),
                 "sla": "unknown" if sat["sla_met"] is None else ("met" if sat["sla_met"] else "not certified"),
+                "at_risk": bool(s.get("sla", {}).get("at_risk")), "at_risk_since": s.get("sla", {}).get("at_risk_since"),
+                "window": sla_window_text(s.get("sla", {})),
                 "thumbs_up": s["feedback"]["satisfied"], "thumbs_down": s["feedback"]["unsatisfied"],
                 "failed": s["requests_failed"], "failures": sum(m["failures"] for m in s["models"]),
                 "refits": refit_text(s.get("refits"))}

@@ -62,6 +62,27 @@ def test_figures_side_by_side_are_comparable_or_say_which_population(running, mo
     assert "small" in caption and "large" in caption  # the service's zoo, named on the page
 
 
+def test_a_contextual_service_labels_its_window_and_its_own_confidence(running, monkeypatch):  # noqa: F811
+    """The contextual mode's estimate and bound are of the current SLA window, the bound at
+    its own 1 - delta: the page says so instead of "all requests" and "90%"."""
+    monkeypatch.setenv("SLAROUTER_API_KEY", KEY)
+    svc = running(mode="contextual")
+    client = svc.client()
+    for i in range(6):
+        ask(client, f"question number {i}")
+    st = svc.http.get("/v1/state").json()
+    assert st["satisfaction"]["confidence"] == 0.95 and st["satisfaction"]["covers"] == "this SLA window"
+    assert "95%" in st["satisfaction"]["bound"] and st["sla"]["window_index"] == 0
+    at = open_app(PAGE)
+    at.text_input(key="w_service_url").set_value(svc.url).run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m for m in at.metric}
+    assert "Satisfaction, this SLA window (estimate)" in metrics
+    assert "Satisfaction, this SLA window: 95% lower bound" in metrics
+    assert not any("all requests" in label or "90%" in label for label in metrics)
+    assert "SLA window 1: 6 of 10,000 requests served" in metrics["SLA"].help
+
+
 def test_a_zoo_with_stated_accuracies_gets_the_preflight_check(running, backends, monkeypatch):  # noqa: F811
     from tests.service.conftest import make_zoo
 

@@ -145,6 +145,18 @@ def test_a_service_running_window_after_window_reports_the_window_it_is_in():
     assert status["at_risk"] and status["first_at_risk"] <= status["at_risk_since"] <= 2000
 
 
+def test_the_bound_says_its_own_confidence_and_what_it_covers():
+    def scope(mode, **kw):
+        return SLARouter(RouterConfig(alpha=0.7, mode=mode).with_settings(**kw), 3, 8, seed=0).bound_scope()
+
+    assert scope("paper") is None  # claims no bound
+    level, covers = scope("guarded")
+    assert covers == "all requests" and abs(level - 0.90) < 1e-4  # the normal bound at z = 1.2816
+    assert scope("contextual") == (0.95, "this SLA window")  # its window certificate, at 1 - delta
+    assert scope("contextual", delta=0.1) == (0.9, "this SLA window")
+    assert scope("contextual", guarantee="anytime") == (0.95, "all requests")
+
+
 def test_the_at_risk_rate_is_the_fallbacks_own_mix_once_its_models_are_known():
     """A fallback that samples between two close models delivers their mix, not the better
     one's level; committed, it delivers one model's; while a model it may serve is thinly

@@ -124,3 +124,13 @@ def test_refits_are_said_in_words_only_where_there_were_some():
     assert text == ("text model refits: 3 done (the last took 1.2 s, off the request path), one running, "
                     "1 failed (the text model kept)")
 
+
+
+def test_the_sla_window_is_said_in_words_only_where_there_is_one():
+    from slarouter_core.service.monitor import sla_window_text
+
+    assert sla_window_text({"at_risk": False, "first_at_risk": None, "guarantee": None}) == ""
+    sla = {"window": 10_000, "window_index": 2, "window_served": 1_234, "windows_at_risk": 0}
+    assert sla_window_text(sla) == "SLA window 3: 1,234 of 10,000 requests served"
+    assert sla_window_text({**sla, "windows_at_risk": 1}).endswith("; 1 window warned at risk so far")
+    assert sla_window_text({**sla, "windows_at_risk": 2}).endswith("; 2 windows warned at risk so far")

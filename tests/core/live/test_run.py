@@ -85,3 +85,25 @@ def test_step_if_asks_whether_to_step_under_the_lock(small):
         th.join(WAIT_S)
     assert stepped == [False] and live.t == 2 * TICK
     assert not live.step_if(lambda: False) and live.t == 2 * TICK
+
+
+def test_the_satisfaction_band_says_each_routers_own_confidence(small):
+    """The contextual window certificate is at its own 1 - delta (95% by default), guarded's
+    bound at 90%: the chart's title says which band is which, never one figure for both."""
+    from slarouter_core.live.charts import title_text
+
+    data, emb = small
+
+    def title(routers, **kw) -> str:
+        live = LiveRun(data, emb, RunSettings(per_tick=TICK, **kw), routers=routers)
+        live.step()
+        chart = next(c for c in live.charts() if c.key == "satisfaction")
+        return title_text(chart.spec)
+
+    assert title(("contextual", "paper")).endswith("(band: its own 95% lower bound)")
+    assert title(("guarded", "contextual")).endswith(
+        "(band: each router's own lower bound, 90% for guarded, 95% for contextual)")
+    assert "band" not in title(("paper",))
+    headline = LiveRun(data, emb, RunSettings(per_tick=TICK), routers=("contextual", "paper")).headline()
+    scopes = {r["mode"]: r["bound_scope"] for r in headline["routers"]}
+    assert scopes == {"contextual": (0.95, "this SLA window"), "paper": None}
