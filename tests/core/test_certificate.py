@@ -337,13 +337,15 @@ def test_a_model_may_be_best_by_its_exact_posterior_not_a_normal_approximation()
 
 
 def blind_steps(pol: ContextualPolicy, model: int, level: float, n: int, rng, judge: JudgeModel | None,
-                phi: float = 0.2) -> None:
-    """``n`` request-blind steps of ``model`` whose answers satisfy with probability ``level``."""
+                phi: float = 0.2, pred=None) -> None:
+    """``n`` request-blind steps of ``model`` whose answers satisfy with probability ``level``
+    (``pred(y, rng)``: the text model's prediction for the step, 0.5 by default)."""
     for t in range(n):
         y = float(rng.random() < level)
         verdict = None if judge is None else float(judge.corrupt(np.array([int(y)]), rng)[0])
+        p = 0.5 if pred is None else float(pred(y, rng))
         step = PolicyStep(t=t + 1, model=model, explored=True, p_explore=1.0, shat=np.full(pol.M, 0.5), q=0.0,
-                          v=1.0, shat_served=0.5, blind=True)
+                          v=1.0, shat_served=p, blind=True)
         pol.update(step, np.zeros(pol.D, np.float32), y if rng.random() < phi else None, verdict)
 
 
@@ -384,6 +386,53 @@ def test_with_a_judge_the_levels_from_every_blind_step_err_less_than_the_thumbs_
         return np.array(out)
 
     assert (errors(True) ** 2).mean() < (errors(False) ** 2).mean()
+
+
+def test_levels_by_regression_are_unbiased_never_worth_less_than_the_thumbs_and_sharper_with_a_judge():
+    """``regression_levels``: the thumbs' mean corrected by the predictions' control variate.
+    Unbiased under a judge 15 points too harsh and under predictions that err wildly,
+    worth at least the thumbs, more with the judge, and with predictions that say nothing
+    (a constant) exactly the thumbs."""
+    def levels(judge, pred, regression=True, seeds=range(16)):
+        out = []
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            pol = ContextualPolicy(ContextualConfig(regression_levels=regression), alpha=0.8, n_models=2, dim=4,
+                                   seed=seed)
+            blind_steps(pol, 0, 0.70, 1500, rng, judge, pred=pred)
+            blind_steps(pol, 1, 0.85, 1500, rng, judge, pred=pred)
+            mean, size = pol.blind_posterior()
+            thumbs = pol.level_mean(pol.blind_pos, pol.blind_cnt)
+            out.append((mean, size - 2.0, pol.blind_cnt.copy(), thumbs))
+        return out
+
+    truth = np.array([0.70, 0.85])
+    far_off = lambda y, rng: float(np.clip(0.2 + 0.1 * rng.standard_normal(), 0.01, 0.99))  # noqa: E731
+    for judge, pred in ((HARSH, None), (None, far_off)):
+        runs = levels(judge, pred)
+        err = np.array([m for m, *_ in runs]) - truth
+        assert np.all(np.abs(err.mean(axis=0)) < 3 * err.std(axis=0) / 4 + 0.005), err.mean(axis=0)
+        assert all(np.all(size >= cnt - 1e-9) for _, size, cnt, _ in runs)  # never worth fewer labels
+    sharper = levels(HARSH, None)
+    assert np.mean([size / cnt for _, size, cnt, _ in sharper]) > 1.3  # the judge explains part of it
+    thumbs_err = np.array([t for *_, t in sharper]) - truth
+    assert (np.array([m for m, *_ in sharper]) - truth).__pow__(2).mean() < (thumbs_err ** 2).mean()
+    for mean, size, cnt, thumbs in levels(None, None, seeds=range(3)):  # a constant prediction: the thumbs
+        np.testing.assert_allclose(mean, thumbs)
+        np.testing.assert_allclose(size, cnt)
+
+
+def test_levels_by_regression_survive_a_checkpoint_and_an_older_one_reads_the_thumbs():
+    rng = np.random.default_rng(0)
+    pol = ContextualPolicy(ContextualConfig(regression_levels=True), alpha=0.8, n_models=2, dim=4, seed=0)
+    blind_steps(pol, 0, 0.7, 400, rng, HARSH)
+    meta, arrays = pol.state_dict()
+    back = ContextualPolicy(ContextualConfig(regression_levels=True), alpha=0.8, n_models=2, dim=4, seed=0)
+    back.load_state(meta, arrays)
+    np.testing.assert_array_equal(back.blind_posterior()[0], pol.blind_posterior()[0])
+    old = ContextualPolicy(ContextualConfig(regression_levels=True), alpha=0.8, n_models=2, dim=4, seed=0)
+    old.load_state(meta, {k: v for k, v in arrays.items() if not k.startswith("contextual.reg_")})
+    np.testing.assert_allclose(old.blind_posterior()[0], old.level_mean(old.blind_pos, old.blind_cnt))
 
 
 def test_a_surplus_is_spent_only_beyond_the_bound_width_and_over_the_rest_of_the_window():
