@@ -541,8 +541,8 @@ class RoutingService(Persistence):
         one-sided confidence, the requests both cover): the contextual mode's are of the
         current SLA window, at its own ``1 - delta``."""
         r = self.router
-        scope = r.bound_scope(Z90)
-        conf, covers = scope if scope is not None else (NormalDist().cdf(Z90), "all requests")
+        at_z90 = NormalDist().cdf(Z90)  # a normal bound's confidence at Z90 (the Wilson bound's too)
+        conf, covers = r.bound_scope(Z90) or (at_z90, "all requests")
         if r.t == 0:
             return math.nan, math.nan, "none", conf, covers
         est = r.satisfaction_estimate()
@@ -553,7 +553,7 @@ class RoutingService(Persistence):
         if not math.isfinite(lcb):
             up = sum(s.thumbs_up for s in self.stats)
             n = up + sum(s.thumbs_down for s in self.stats)
-            conf = NormalDist().cdf(Z90)
+            conf = at_z90
             lcb, kind = wilson_lower(up, n), f"Wilson one-sided {100 * conf:.0f}% on the thumbs received"
         return est, lcb, kind, conf, covers
 

@@ -110,15 +110,15 @@ class ServiceView:
 
     def headline(self) -> dict[str, Any]:
         s = self.state
-        sat = s["satisfaction"]
+        sat, sla = s["satisfaction"], s.get("sla", {})
         return {"served": s["t"], "cost": s["cost_total"], "q": s["decision_queue"], "v": s["v"],
                 "alpha": s["alpha"], "mode": s["mode"], "estimate": sat["estimate"],
                 "lower_bound": sat["lower_bound"], "bound": sat["bound"],
                 # a service from before these fields: a 90% bound on every request
                 "confidence": sat.get("confidence", 0.9), "covers": sat.get("covers", "all requests"),
                 "sla": "unknown" if sat["sla_met"] is None else ("met" if sat["sla_met"] else "not certified"),
-                "at_risk": bool(s.get("sla", {}).get("at_risk")), "at_risk_since": s.get("sla", {}).get("at_risk_since"),
-                "window": sla_window_text(s.get("sla", {})),
+                "at_risk": bool(sla.get("at_risk")), "at_risk_since": sla.get("at_risk_since"),
+                "window": sla_window_text(sla),
                 "thumbs_up": s["feedback"]["satisfied"], "thumbs_down": s["feedback"]["unsatisfied"],
                 "failed": s["requests_failed"], "failures": sum(m["failures"] for m in s["models"]),
                 "refits": refit_text(s.get("refits"))}
