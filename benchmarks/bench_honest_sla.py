@@ -53,7 +53,9 @@ the contextual mode, the share of the stream during which it was written off, no
 a model that may be the best, checked a hundred times a stream, and the share of requests
 that the fallback, which repays a shortfall, served on another model): a miss whose
 fallback served another model on a quarter of the requests or more locked in on a worse
-model; one whose fallback did not ended at the limit of its margin.
+model (with the most accurate model written off for a quarter of the stream or more, or
+with it a contender the fallback passed over); one whose fallback did not ended at the
+limit of its margin.
 
 ``--dearest K`` lists each stream's K dearest runs: the model that took most of the run's
 cost (its cost per request and share of requests), and what became of the models the
@@ -264,25 +266,38 @@ def print_misses(rows: list[dict]) -> None:
         name, acc = r["best"]
         print(f"\nmissed seeds, {r['scenario']}, {r['mode']} (alpha {100 * r['alpha']:.1f}%; most accurate "
               f"model {name}, {100 * acc:.1f}%):")
-        locked = 0
+        locked = written_off = 0
+        spends = {seed: spend for seed, _, _, spend in r["runs"]}
         for seed, sat, cost, lcb, first, fate in r["misses"]:
             warned = "never warned" if first is None else f"first warned at request {first}"
             end = f"; {name} served {100 * fate[0]:.0f}% of requests"
             if fate[1] is not None:
                 misled, off, at_end, level, thumbs, believed = fate[1]
                 locked += misled >= LOCKED_IN
+                written_off += misled >= LOCKED_IN and off >= LOCKED_IN
                 end += (f", the fallback on another model for {100 * misled:.0f}% of requests, "
                         f"{name} written off for {100 * off:.0f}%, {'written off' if at_end else 'a contender'} "
                         f"at the end (level {100 * level:.1f}% on {thumbs} request-blind thumbs"
                         + ("; the fallback per request)" if believed is None
-                           else f"; the fallback on {r['models'][believed]})" if believed != r["best_index"]
-                           else ")"))
+                           else f"; the fallback on {fallback_reading(r['models'], believed, spends[seed])})"
+                           if believed != r["best_index"] else ")"))
             print(f"  seed {seed}: {100 * sat:.2f}% ({100 * (sat - r['alpha']):+.2f} points) at {cost:.2f}x, "
                   f"own LCB {100 * lcb:.2f}%, {warned}{end}", flush=True)
         if any(m[5][1] is not None for m in r["misses"]):
             print(f"  {locked} of {len(r['misses'])} misses had the fallback on another model for "
-                  f"{100 * LOCKED_IN:.0f}% of requests or more (locked in); {len(r['misses']) - locked} "
-                  f"at the limit of the margin", flush=True)
+                  f"{100 * LOCKED_IN:.0f}% of requests or more (locked in: {written_off} with {name} written off "
+                  f"for {100 * LOCKED_IN:.0f}% of the stream or more, {locked - written_off} with it a contender "
+                  f"the fallback passed over); {len(r['misses']) - locked} at the limit of the margin", flush=True)
+
+
+def fallback_reading(models, believed: int, spend: tuple) -> str:
+    """The model the fallback ended on, with its own request-blind level where the run
+    reports levels: a fallback that passed over the most accurate model while it was still
+    a contender read this model as the better one (or the one that carries alpha)."""
+    level, thumbs = spend[3], spend[4]
+    if level is None:
+        return models[believed]
+    return f"{models[believed]}, level {100 * level[believed]:.1f}% on {thumbs[believed]} request-blind thumbs"
 
 
 def print_dearest(rows: list[dict], k: int) -> None:

@@ -98,14 +98,19 @@ def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, caps
 
 
 def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys, monkeypatch):
-    # seed 1 locked in (the fallback served the 32B on 70% of requests, the best model written
-    # off for 60% of the stream); seed 2 ended at its margin (the fallback on another model for 10%)
+    # seed 1 locked in with the best model written off (the fallback served the 32B on 70% of
+    # requests, the best model written off for 60% of the stream); seed 3 locked in with it a
+    # contender (the fallback on the 32B for 50% of requests, the best model never written
+    # off: the 32B read as good); seed 2 ended at its margin (the fallback elsewhere for 10%)
+    levels = (np.full(4, 0.25), np.full(4, 0.25), np.zeros(4), np.array([0.3, 0.5, 0.81, 0.79]),
+              np.array([10, 20, 900, 400]))
     fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84, SPEND),
             1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68, SPEND),
-            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND)}
+            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND),
+            3: (0.78, 0.8, 0.8, 0.0, 0.76, 900, (0.45, (0.5, 0.02, False, 0.79, 400, 2)), 0.78, levels)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
-    assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+    assert bench.main(["--seeds", "4", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
                        "--misses"]) == 0
     out = capsys.readouterr().out.split("+ judge")[0]  # the thumbs-only table's lines
     best = "large-70b"  # the demo's most accurate model
@@ -113,11 +118,15 @@ def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys,
     seed1 = [line for line in out.splitlines() if line.strip().startswith("seed 1:")][0]
     assert (f"{best} served 5% of requests, the fallback on another model for 70% of requests, {best} "
             f"written off for 60%, written off at the end (level 42.0% on 7 request-blind thumbs; the fallback "
-            f"on medium-32b)") in seed1
+            f"on medium-32b)") in seed1  # a run that reports no levels names the model alone
     seed2 = [line for line in out.splitlines() if line.strip().startswith("seed 2:")][0]
     assert seed2.endswith(f"the fallback on another model for 10% of requests, {best} written off for 5%, "
                           "a contender at the end (level 83.0% on 80 request-blind thumbs)")
-    assert ("1 of 2 misses had the fallback on another model for 25% of requests or more (locked in); "
+    seed3 = [line for line in out.splitlines() if line.strip().startswith("seed 3:")][0]
+    assert seed3.endswith(f"{best} written off for 2%, a contender at the end (level 79.0% on 400 request-blind "
+                          "thumbs; the fallback on medium-32b, level 81.0% on 900 request-blind thumbs)")
+    assert ("2 of 3 misses had the fallback on another model for 25% of requests or more (locked in: 1 with "
+            f"{best} written off for 25% of the stream or more, 1 with it a contender the fallback passed over); "
             "1 at the limit of the margin") in out
 
 
