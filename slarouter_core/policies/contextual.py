@@ -540,7 +540,7 @@ class ContextualPolicy(Policy):
         they are computed from (a capped step reads them two to four times; the same bits)."""
         key = (self.cert.thumbs, self.cert.steps, self.blind_n.tobytes(), self.blind_s.tobytes(),
                self.blind_pos.tobytes(), self.blind_cnt.tobytes(), self.blind_r2.tobytes(),
-               self.reg_n.tobytes(), self.reg_g.tobytes(), self.reg_c.tobytes(), self.reg_yg.tobytes(),
+               *(getattr(self, k).tobytes() for k in self._BLIND_REG),
                self.prior_a.tobytes(), self.prior_b.tobytes())
         if self._posterior is not None and self._posterior[0] == key:
             return self._posterior[1]
