@@ -226,6 +226,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             misses=[(s, r[0], r[1] / mix, r[4], r[5], r[6]) for s, r, ms in zip(ran, res, missed) if ms],
             best=(data.models[best], float(data.solved.mean(0)[best])), best_index=best, models=data.models,
             runs=[(s, r[1] / mix, r[0], r[8]) for s, r in zip(ran, res)], mixture=np.asarray(weights),
+            firsts=list(zip(missed.tolist(), first)),
             unit=data.costs.mean(0) / mix))
     return rows
 

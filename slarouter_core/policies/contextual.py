@@ -239,6 +239,13 @@ class ContextualConfig(PolicyConfig):
       Llama-3's cost but, with today's contenders test, met alpha there in 30 seeds
       against 35, and cost the 11-model zoo 0 a quarter more (docs/RESULTS.md, "The text
       model's intercepts").
+    * ``warn_z``: how early "SLA at risk" is said: the at-risk test takes each model's level
+      at its posterior mean plus ``warn_z`` standard deviations as the best it can deliver
+      (:meth:`ContextualPolicy.risk_rate`; 1.6449, the default: its one-sided 95% upper
+      bound; 1.0: 84%; 0.5: 69%). Lower warns earlier and more often where alpha is then
+      met after all: ``benchmarks/bench_warnings.py`` prints the trade-off on each stream
+      (docs/RESULTS.md, "How early it warns"). While at risk, exploration may label every
+      model (:meth:`ContextualPolicy.candidates`), so the setting also moves routing a little.
     """
 
     delta: float = param(0.05, Range(low=0.0, high=0.5, low_open=True, high_open=True))
@@ -275,6 +282,7 @@ class ContextualConfig(PolicyConfig):
     plan_calibration: bool = param(False, Bool())
     thin_fallback: bool = param(True, Bool())
     regression_levels: bool = param(False, Bool())
+    warn_z: float = param(_Z95, Range(low=0.0))
 
 
 
@@ -782,7 +790,8 @@ class ContextualPolicy(Policy):
 
     def risk_rate(self, t: int) -> float:
         """The satisfaction rate the rest of the window can reach at best, for the at-risk
-        test: each model at a 95% upper bound on its level, served in the shares the
+        test: each model at an upper bound on its level (``warn_z`` standard deviations
+        above its mean: by default one-sided 95%), served in the shares the
         Thompson fallback serves them now (the committed model alone, or each model's
         probability of being the best while it samples). While a model it may serve (a
         share of 5% or more) has fewer than ``min_labels`` request-blind labels, the policy
@@ -791,7 +800,8 @@ class ContextualPolicy(Policy):
         get the better one's rate (the hard 11-model zoo 0: 18 of 20 misses warned before
         half a stream, against 15 with the best upper level throughout; docs/RESULTS.md)."""
         mean, sd = self.blind_sd()
-        upper = mean + _Z95 * sd
+        known = self.blind_cnt >= self.config.min_labels
+        upper = mean + np.where(known, self.config.warn_z, _Z95) * sd
         if self.config.fallback == "thompson":
             share = self.thompson_shares(np.random.Generator(np.random.PCG64([self.seed, t, 2])))[2]
             if np.all(self.blind_cnt[share >= 0.05] >= self.config.min_labels):

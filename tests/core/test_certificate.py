@@ -211,6 +211,34 @@ def _served(pol: ContextualPolicy, t: int = 208) -> PolicyStep:
     return step
 
 
+def test_warn_z_reads_the_known_levels_less_generously_and_warns_sooner():
+    """``warn_z`` sets the upper bound on each level the at-risk test reads, for the models
+    with ``min_labels`` request-blind labels or more; thinner ones stay at the 95% bound (a
+    handful of thumbs says little of what a model can do)."""
+    def rate(cnt, warn_z):
+        pol = ContextualPolicy(ContextualConfig(dr_levels=False, warn_z=warn_z, fallback="level"), alpha=0.8,
+                               n_models=2, dim=4, seed=3)
+        pol.blind_pos[:], pol.blind_cnt[:] = [0.85 * c for c in cnt], cnt
+        mean, sd = pol.blind_sd()
+        return pol.risk_rate(100), mean, sd
+    r, mean, sd = rate([500, 500], 0.5)
+    assert r == pytest.approx(float((mean + 0.5 * sd).max()))
+    r, mean, sd = rate([500, 8], 0.5)  # the thin model at its 95% bound, the known one at warn_z
+    assert r == pytest.approx(float(max(mean[0] + 0.5 * sd[0], mean[1] + 1.6449 * sd[1])))
+    assert rate([500, 500], ContextualConfig().warn_z)[0] > rate([500, 500], 1.0)[0]
+    with pytest.raises(ValueError, match="warn_z"):
+        ContextualConfig(warn_z=-1.0)
+    # a stream whose best model (92.9%) cannot reach alpha: warned sooner at a lower warn_z;
+    # one where alpha is easily reached: no warning at either
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    for seed in (1, 2):
+        first = [simulate(data, X, SimulationConfig(contextual(0.935, warn_z=z), seed=seed)).router.sla_status()
+                 ["first_at_risk"] for z in (ContextualConfig().warn_z, 0.5)]
+        assert None not in first and first[1] < first[0]
+        sim = simulate(data, X, SimulationConfig(contextual(0.75, warn_z=0.5), seed=seed))
+        assert sim.router.sla_status()["first_at_risk"] is None
+
+
 def test_the_fallback_repays_a_shortfall_with_the_model_cheapest_per_point():
     """Behind its path with no price reaching the target: of the models sure to repay by
     the window's end, the one that costs least per point above the path's rate (a 90%

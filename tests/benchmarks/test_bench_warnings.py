@@ -1,0 +1,32 @@
+"""The warnings benchmark: each warn_z's row counts a stream's misses warned before half
+and its false alarms from the runs' own first warnings."""
+
+import pytest
+
+from ._scripts import load_script
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_script("bench_warnings")
+
+
+def test_a_row_counts_misses_warned_before_half_and_false_alarms(bench):
+    row = {"met": 3, "n": 5, "cost": 1.234,
+           "firsts": [(True, 100), (True, 1500), (True, None), (False, 40), (False, None)]}
+    line = bench.warning_row("s", 0.5, row, 3000)
+    # the miss warned at request 1,500 is not before half (as bench_honest_sla counts it)
+    assert line == "| s | 0.5 | 3/5 | 1.23x | 1/3 | 800 | 1/2 | 40 |"
+
+
+def test_each_warn_z_gets_its_row_on_the_same_streams(bench, capsys):
+    assert bench.main(["--scenarios", "demo", "--seeds", "1", "--jobs", "1", "--warn-z", "1.6449", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "| demo (mixed) | 1.6449 | " in out and "| demo (mixed) | 0.5 | " in out
+
+
+def test_a_warn_z_the_policy_refuses_is_refused_first(bench, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--warn-z", "-1", "--scenarios", "demo", "--seeds", "1"])
+    assert exit_.value.code == 2
+    assert "warn_z" in capsys.readouterr().err
