@@ -242,7 +242,9 @@ class ContextualConfig(PolicyConfig):
     * ``warn_z``: how early "SLA at risk" is said: the at-risk test takes each model's level
       at its posterior mean plus ``warn_z`` standard deviations as the best it can deliver
       (:meth:`ContextualPolicy.risk_rate`; 1.6449, the default: its one-sided 95% upper
-      bound; 1.0: 84%; 0.5: 69%). Lower warns earlier and more often where alpha is then
+      bound; 1.0: 84%; 0.5: 69%), a model with fewer than ``min_labels`` request-blind
+      labels at its 95% bound whatever ``warn_z`` (at a lower bound, a handful of early
+      thumbs warned every run at its first check, in development runs). Lower warns earlier and more often where alpha is then
       met after all: ``benchmarks/bench_warnings.py`` prints the trade-off on each stream
       (docs/RESULTS.md, "How early it warns"). While at risk, exploration may label every
       model (:meth:`ContextualPolicy.candidates`), so the setting also moves routing a little.
