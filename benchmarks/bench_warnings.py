@@ -4,6 +4,7 @@ docs/RESULTS.md, "How early it warns").
 
     python benchmarks/bench_warnings.py                            # 20 seeds, demo, Llama-3, unseen zoos
     python benchmarks/bench_warnings.py --warn-z 1.6449 0.5 --seeds 40 --scenarios unseen
+    python benchmarks/bench_warnings.py --warn-z 1.6449 1.0 --set warn_after=128   # the test waits for 128 thumbs
 
 The issue asks that every missed seed be warned before half of its stream. The at-risk
 test (``ContextualPolicy.risk_rate``) warns when even each model at an upper bound on its
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_honest_sla import build_streams, run  # noqa: E402
 
+from slarouter_core.cli import policy_settings  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
 from slarouter_core.experiments import seeds_needed  # noqa: E402
 from slarouter_core.policies.contextual import ContextualConfig  # noqa: E402
@@ -67,17 +69,25 @@ def main(argv=None) -> int:
     ap.add_argument("--warn-z", nargs="+", type=float, default=list(WARN_Z),
                     help="the at-risk test's warn_z values to compare (standard deviations above each level)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                    help="another contextual setting for every row (repeatable; e.g. --set warn_after=128)")
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error("--seeds must be >= 1")
+    try:
+        extra_settings = policy_settings(args.settings)
+    except ValueError as err:
+        ap.error(str(err))
+    if "warn_z" in extra_settings:
+        ap.error("warn_z is this benchmark's own axis: give it with --warn-z")
     for z in args.warn_z:
         try:  # a value the policy refuses is refused before any stream runs
-            ContextualConfig(warn_z=z)
+            ContextualConfig(**extra_settings, warn_z=z)
         except (ValueError, TypeError) as err:
             ap.error(f"--warn-z {z}: {err}")
     t0 = time.perf_counter()
     print(f"seeds={args.seeds} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, thumbs only, "
-          "contextual defaults but warn_z\n")
+          f"contextual defaults but warn_z{''.join(f', {k}={v}' for k, v in extra_settings.items())}\n")
     print("| stream | warn_z | met | cost / static mixture | misses warned before half | a miss's first warning "
           "(median request) | false alarms (met runs warned) | a false alarm's first warning (median request) |")
     print("|---|---|---|---|---|---|---|---|")
@@ -86,7 +96,7 @@ def main(argv=None) -> int:
         X = embed_texts(data.texts)
         for z in args.warn_z:
             row = run(name, data, X, alpha, seeds, ["contextual"], False, args.jobs,
-                      {**(extra[0] if extra else {}), "warn_z": z})[0]
+                      {**(extra[0] if extra else {}), **extra_settings, "warn_z": z})[0]
             print(warning_row(name, z, row, data.n_requests), flush=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0

@@ -30,3 +30,13 @@ def test_a_warn_z_the_policy_refuses_is_refused_first(bench, capsys):
         bench.main(["--warn-z", "-1", "--scenarios", "demo", "--seeds", "1"])
     assert exit_.value.code == 2
     assert "warn_z" in capsys.readouterr().err
+
+
+def test_other_settings_apply_to_every_row_but_warn_z_is_the_axis(bench, capsys):
+    assert bench.main(["--scenarios", "demo", "--seeds", "1", "--jobs", "1", "--warn-z", "1.6449",
+                       "--set", "warn_after=64"]) == 0
+    assert "contextual defaults but warn_z, warn_after=64" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--set", "warn_z=1", "--scenarios", "demo", "--seeds", "1"])
+    assert exit_.value.code == 2
+    assert "warn_z is this benchmark's own axis" in capsys.readouterr().err

@@ -239,6 +239,20 @@ def test_warn_z_reads_the_known_levels_less_generously_and_warns_sooner():
         assert sim.router.sla_status()["first_at_risk"] is None
 
 
+def test_warn_after_keeps_the_at_risk_test_quiet_until_the_thumbs_are_there():
+    """With ``warn_after``, no warning before the certificate holds that many thumbs (its
+    projection reads their rate and residuals); a stream that cannot reach alpha is still
+    warned once they are there."""
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    first = simulate(data, X, SimulationConfig(contextual(0.935), seed=0)).router.sla_status()["first_at_risk"]
+    assert first is not None and first < 64  # warned on a handful of thumbs
+    sim = simulate(data, X, SimulationConfig(contextual(0.935, warn_after=64), seed=0))
+    later = sim.router.sla_status()["first_at_risk"]
+    assert later is not None and 64 <= later < 1000  # at least 64 steps to give 64 thumbs
+    never = simulate(data, X, SimulationConfig(contextual(0.935, warn_after=10**6), seed=0))
+    assert never.router.sla_status()["first_at_risk"] is None
+
+
 def test_the_fallback_repays_a_shortfall_with_the_model_cheapest_per_point():
     """Behind its path with no price reaching the target: of the models sure to repay by
     the window's end, the one that costs least per point above the path's rate (a 90%
