@@ -244,10 +244,10 @@ class ContextualConfig(PolicyConfig):
       (:meth:`ContextualPolicy.risk_rate`; 1.6449, the default: its one-sided 95% upper
       bound; 1.0: 84%; 0.5: 69%), a model with fewer than ``min_labels`` request-blind
       labels at its 95% bound whatever ``warn_z`` (at a lower bound, a handful of early
-      thumbs warned every run at its first check, in development runs). Lower warns earlier and more often where alpha is then
-      met after all: ``benchmarks/bench_warnings.py`` prints the trade-off on each stream
-      (docs/RESULTS.md, "How early it warns"). While at risk, exploration may label every
-      model (:meth:`ContextualPolicy.candidates`), so the setting also moves routing a little.
+      thumbs warned every run at its first check, in development runs). Lower warns
+      earlier, and more often where alpha is then met after all (docs/RESULTS.md, "How early
+      it warns", measures the trade-off). While at risk, exploration may label every model
+      (:meth:`ContextualPolicy.candidates`), so the setting also moves routing a little.
     * ``warn_after``: opt-in (0: off): no at-risk test before the certificate holds this many
       thumbs in all (over every window so far). Its projection of the rest of the window
       reads the thumbs rate and the residuals from the thumbs, and on a few dozen of them it
@@ -814,7 +814,7 @@ class ContextualPolicy(Policy):
         upper = mean + np.where(known, self.config.warn_z, _Z95) * sd
         if self.config.fallback == "thompson":
             share = self.thompson_shares(np.random.Generator(np.random.PCG64([self.seed, t, 2])))[2]
-            if np.all(self.blind_cnt[share >= 0.05] >= self.config.min_labels):
+            if np.all(known[share >= 0.05]):
                 return float(share @ upper)
         return float(upper.max())
 
