@@ -10,6 +10,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --scenarios llama --modes contextual --misses   # each missed seed
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual   # zoos no default was chosen on
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual --dearest 3   # where the cost went
+    python benchmarks/bench_honest_sla.py --scenarios unseen --modes contextual --by-model   # steps and cost per kind and model
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -56,6 +57,10 @@ fallback served another model on a quarter of the requests or more locked in on 
 model (with the most accurate model written off for a quarter of the stream or more, or
 with it a contender the fallback passed over); one whose fallback did not ended at the
 limit of its margin.
+
+``--by-model`` splits the contextual mode's runs by kind of step (exploration, the fallback
+that serves one model while no price reaches the target, the plan) and model: mean steps
+a run, their satisfaction, and their cost over the static mixture's.
 
 ``--dearest K`` lists each stream's K dearest runs: the model that took most of the run's
 cost (its cost per request and share of requests), and what became of the models the
@@ -152,7 +157,21 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     spend = where_the_cost_went(data.n_models, a, policy, off if watch else None)
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
-            best_model_fate(best, spend, policy, misled / len(a["model"])), status.get("estimate", math.nan), spend)
+            best_model_fate(best, spend, policy, misled / len(a["model"])), status.get("estimate", math.nan), spend,
+            steps_by_kind(data.n_models, a, capped) if watch else None)
+
+
+def steps_by_kind(n_models: int, a: dict, capped: np.ndarray) -> np.ndarray:
+    """Per kind of step (exploration, the fallback: no price reached the target, the plan)
+    and model, in one run: ``(3, M, 3)`` of (steps, satisfied steps, cost summed), what
+    ``--by-model`` reads."""
+    explored = a["explored"].astype(bool)
+    kinds = (explored, capped & ~explored, ~capped & ~explored)
+    out = np.zeros((3, n_models, 3))
+    for k, mask in enumerate(kinds):
+        for col, w in enumerate((None, a["satisfied"][mask], a["cost"][mask])):
+            out[k, :, col] = np.bincount(a["model"][mask], weights=w, minlength=n_models)
+    return out
 
 
 def where_the_cost_went(n_models: int, a: dict, policy, off: np.ndarray | None) -> tuple:
@@ -227,6 +246,8 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             best=(data.models[best], float(data.solved.mean(0)[best])), best_index=best, models=data.models,
             runs=[(s, r[1] / mix, r[0], r[8]) for s, r in zip(ran, res)], mixture=np.asarray(weights),
             firsts=list(zip(missed.tolist(), first)),
+            kinds=None if res[0][9] is None else np.mean([r[9] for r in res], axis=0),
+            accuracy=data.solved.mean(0), mix=mix, requests=data.n_requests,
             unit=data.costs.mean(0) / mix))
     return rows
 
@@ -324,6 +345,28 @@ def print_dearest(rows: list[dict], k: int) -> None:
             print(line, flush=True)
 
 
+def print_by_model(rows: list[dict]) -> None:
+    """Where each run's requests and cost went, per kind of step and model (the contextual
+    mode: exploration, the fallback that serves one model while no price reaches the
+    target, the plan), mean per run: steps, their satisfaction and their cost as a multiple
+    of the static mixture's cost per request over the stream. Models a kind served on fewer
+    than 0.5 steps a run are left out."""
+    for r in rows:
+        if r["kinds"] is None:
+            continue
+        n = r["requests"]
+        print(f"\nsteps by kind and model, {r['scenario']}, {r['mode']} (mean of {r['n']} runs of {n:,} requests; "
+              f"alpha {100 * r['alpha']:.1f}%; cost {r['cost']:.2f}x):")
+        print("| kind | model | accuracy | cost a request | steps | satisfied | cost / static mixture |")
+        print("|---|---|---|---|---|---|---|")
+        for k, kind in enumerate(("exploration", "fallback", "plan")):
+            for m in range(len(r["models"])):
+                steps, good, spent = r["kinds"][k, m]
+                if steps >= 0.5:
+                    print(f"| {kind} | {r['models'][m]} | {100 * r['accuracy'][m]:.1f}% | {r['unit'][m]:.2f}x | "
+                          f"{steps:.1f} | {100 * good / steps:.1f}% | {spent / n / r['mix']:.3f}x |")
+
+
 def break_even(plain: list[dict], judged: list[dict]) -> None:
     """Price per judge call at which the contextual router's fill-in stops paying."""
     for p, j in zip(plain, judged):
@@ -410,6 +453,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dearest", type=int, default=0, metavar="K",
                     help="after each table, each stream's K dearest runs: the model that took most of the "
                          "cost and what became of the static mixture's models")
+    ap.add_argument("--by-model", action="store_true",
+                    help="after each table, the contextual mode's steps and cost per kind of step "
+                         "(exploration, fallback, plan) and model")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                     help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
                          "values read as JSON where they parse)")
@@ -449,6 +495,8 @@ def main(argv=None) -> int:
             print_misses(rows)
         if args.dearest:
             print_dearest(rows, args.dearest)
+        if args.by_model:
+            print_by_model(rows)
         plain_rows += rows
         if with_judge:
             jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs, ablation or None)
@@ -457,6 +505,8 @@ def main(argv=None) -> int:
                 print_misses(jrows)
             if args.dearest:
                 print_dearest(jrows, args.dearest)
+            if args.by_model:
+                print_by_model(jrows)
             judge_rows.append((rows, jrows))
     if judge_rows:
         print("\nJudge break-even: the price per call (as a multiple of the static mixture's cost per request) "

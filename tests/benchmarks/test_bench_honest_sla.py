@@ -66,8 +66,8 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
     # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
     # (no ending for the best model: as a mode without a write-off test reports)
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68, SPEND)}
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, None),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68, SPEND, None)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -84,7 +84,7 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
 def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, capsys, monkeypatch):
     # seeds 0-35 meet alpha (85% against 80%), seeds 36-39 miss it: 36 of 40
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
-                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83, SPEND))
+                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83, SPEND, None))
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "40", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
@@ -104,9 +104,9 @@ def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys,
     # off: the 32B read as good); seed 2 ended at its margin (the fallback elsewhere for 10%)
     levels = (np.full(4, 0.25), np.full(4, 0.25), np.zeros(4), np.array([0.3, 0.5, 0.81, 0.79]),
               np.array([10, 20, 900, 400]))
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84, SPEND),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68, SPEND),
-            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND),
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84, SPEND, None),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68, SPEND, None),
+            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND, None),
             3: (0.78, 0.8, 0.8, 0.0, 0.76, 900, (0.45, (0.5, 0.02, False, 0.79, 400, 2)), 0.78, levels)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
@@ -139,8 +139,8 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     data = bench.synthetic(4, 200, 0)
     X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
     alpha = bench.midpoint_alpha(data)
-    sat, cost, stream, calls, lcb, first, (share, fate), estimate, spend = bench.one_run(data, X, "contextual", alpha,
-                                                                                  3, FeedbackConfig(), 0.0, {})
+    sat, cost, stream, calls, lcb, first, (share, fate), estimate, spend, kinds = bench.one_run(
+        data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {})
     # stepping in chunks to watch the best model routes exactly as one call
     sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
                                              seed=3, feedback=FeedbackConfig()))
@@ -165,6 +165,13 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     by_fallback = np.array(capped) & ~a["explored"]
     assert by_fallback.any() and (a["model"][by_fallback] != best).any()
     assert misled == float(np.mean(by_fallback & (a["model"] != best)))
+    # each step by kind (exploration, fallback, plan) and model: steps, satisfied, cost
+    explored = a["explored"].astype(bool)
+    for k, mask in enumerate((explored, by_fallback, ~explored & ~np.array(capped))):
+        for m in range(data.n_models):
+            at = mask & (a["model"] == m)
+            assert kinds[k, m] == pytest.approx((at.sum(), a["satisfied"][at].sum(), a["cost"][at].sum()))
+    assert kinds[..., 0].sum() == data.n_requests
     assert level == float(pol.blind_posterior()[0][best]) and thumbs == int(pol.blind_cnt[best])
     # where the run's cost went, per model: its requests, its cost, and the write-off watch
     served, spent, off_all, levels, thumbs_all = spend
@@ -177,6 +184,7 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     # a mode without a write-off test says nothing about it
     paper = bench.one_run(data, X, "paper", alpha, 3, FeedbackConfig(), 0.0, {})
     assert paper[6][1] is None and paper[8][2:] == (None, None, None) and paper[8][1].sum() == pytest.approx(1.0)
+    assert paper[9] is None  # nor of kinds of steps
 
 
 def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallbacks(bench, capsys, monkeypatch):
@@ -190,7 +198,7 @@ def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallback
     share, fate = bench.one_run(data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {"fallback": "request"})[6]
     misled, believed = fate[0], fate[5]
     assert misled == 0.0 and believed is None
-    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68, SPEND)}
+    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68, SPEND, None)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "1", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -227,9 +235,9 @@ def test_dearest_names_the_model_that_took_the_cost_and_the_mixtures_models_fate
         return served, spent, off, np.full(4, 0.3), np.full(4, 3)
 
     # seed 1 the dearest (3x the stream's cost), seed 2 next; seed 0 not among the 2 dearest
-    fake = {0: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, spend(big, 0.0)),
-            1: (0.82, 3.0 * mix, 3.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(big, 0.6)),
-            2: (0.83, 2.0 * mix, 2.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(mid, 0.0))}
+    fake = {0: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, spend(big, 0.0), None),
+            1: (0.82, 3.0 * mix, 3.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(big, 0.6), None),
+            2: (0.83, 2.0 * mix, 2.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(mid, 0.0), None)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -247,3 +255,37 @@ def test_dearest_names_the_model_that_took_the_cost_and_the_mixtures_models_fate
     with pytest.raises(SystemExit) as exit_:
         bench.main(["--dearest", "-1", "--seeds", "1", "--scenarios", "demo"])
     assert exit_.value.code == 2 and "--dearest must be >= 0" in capsys.readouterr().err
+
+
+def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(bench, capsys, monkeypatch):
+    """``--by-model``: per kind of step and model, the mean steps a run, their satisfaction and
+    their cost over the static mixture's cost per request; a model a kind served on fewer
+    than half a step a run is left out, and a mode without kinds prints nothing."""
+    from slarouter_core.baselines import static_mixture_lp
+
+    demo = bench.build_streams(["demo"])[0][1]
+    n = demo.n_requests
+    mix = static_mixture_lp(demo.solved.mean(0), demo.costs.mean(0), 0.8)[1]
+    kinds = np.zeros((3, 4, 3))
+    kinds[1, 3] = (600.0, 480.0, 600.0 * 2 * mix)  # the fallback: 600 steps of model 3 at 2x, 80% satisfied
+    kinds[2, 0] = (n - 600.4, 0.5 * (n - 600.4), 0.1 * mix * (n - 600.4))
+    kinds[0, 1] = (0.3, 0.3, 0.3 * mix)  # under half a step a run (0.45 in the mean): left out
+    fake = {s: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, kinds * (1 + s)) for s in range(2)}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--by-model"]) == 0
+    out = capsys.readouterr().out.split("+ judge")[0]
+    assert f"steps by kind and model, demo (mixed), contextual (mean of 2 runs of {n:,} requests" in out
+    rows = [line for line in out.splitlines() if line.startswith("| fallback |") or line.startswith("| plan |")
+            or line.startswith("| exploration |")]
+    big = demo.models[3]
+    acc = 100 * demo.solved.mean(0)[3]
+    unit = demo.costs.mean(0)[3] / mix
+    # the mean of the two runs (1x and 2x the kinds): 900 steps, 80% satisfied, 900 * 2 / n of the mixture
+    assert rows[0] == f"| fallback | {big} | {acc:.1f}% | {unit:.2f}x | 900.0 | 80.0% | {900 * 2 / n:.3f}x |"
+    assert len(rows) == 2 and rows[1].startswith(f"| plan | {demo.models[0]} |")
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed][:9] + (None,))
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--by-model"]) == 0
+    assert "steps by kind" not in capsys.readouterr().out
