@@ -148,9 +148,10 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     a = sim.arrays()
     off /= len(a["model"])
     # the fallback that serves one model (not the per-request one) served another than the
-    # most accurate: a request it served, not explored, on another model
+    # most accurate: a request it served, not explored (kinds[1]: the fallback's steps), on another model
     one_model = watch and policy.config.fallback != "request"
-    misled = int(np.sum(capped & ~a["explored"] & (a["model"] != best))) if one_model else 0
+    kinds = steps_by_kind(data.n_models, a, capped) if watch else None
+    misled = int(kinds[1, :, 0].sum() - kinds[1, best, 0]) if one_model else 0
     calls = judge_calls(a["feedback"])
     stream = float(a["cost"].mean())
     status = sim.router.sla_status()
@@ -158,7 +159,7 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
             best_model_fate(best, spend, policy, misled / len(a["model"])), status.get("estimate", math.nan), spend,
-            steps_by_kind(data.n_models, a, capped) if watch else None)
+            kinds)
 
 
 def steps_by_kind(n_models: int, a: dict, capped: np.ndarray) -> np.ndarray:

@@ -265,9 +265,9 @@ class ContextualConfig(PolicyConfig):
       drawable whatever its thumbs (drawing the contenders alone, the hard 11-model zoo 1
       locked in on its 79x model in one of 20 development runs). Over seeds 0-99 the hard
       zoo 0 met alpha in 22 runs against 13, at 3.01x against 3.91x, but Llama-3 with the
-      judge in 89 against 92: three runs wrote its 70B off on its first thumbs while the 8B
-      led, and only the fallback's rare draws of it had brought it back (docs/RESULTS.md,
-      "The fallback draws only contenders").
+      judge in 89 against 92 (in one traced run its 70B, written off on its first thumbs
+      while the 8B led, was brought back by default only by the fallback's rare draws of
+      it; docs/RESULTS.md, "The fallback draws only contenders").
     """
 
     delta: float = param(0.05, Range(low=0.0, high=0.5, low_open=True, high_open=True))
