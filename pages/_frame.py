@@ -141,6 +141,9 @@ def _sidebar() -> None:
             + (f"  \nfeedback model: {run.feedback_model}" if run.feedback_model != "iid" else "")
             + (f"  \nLLM judge: {run.judge} on {run.judge_budget:.0%} of requests without thumbs" if run.judge else "")
             + (f"  \nstated accuracies: {stated_text(run.stated_levels)}" if run.stated_levels else "")
+            + (f"  \nat-risk test: warn_z = {run.warn_z:g}"
+               + (f", after {run.warn_after} thumbs" if run.warn_after else "")
+               if run.warn_z != RunSettings().warn_z or run.warn_after else "")
             + (f"  \nrouter mode: **{run.mode}**" if run.mode != DEFAULT_POLICY else "")
             + f"  \nLive run routers: {', '.join(run.routers)}")
         st.caption("These settings are in the page URL: copy it to share them.")

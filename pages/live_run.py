@@ -12,7 +12,8 @@ from pages import _frame
 from pages import _shared as sh
 from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_model_choices, human_cost,
                                  router_modes, router_modes_help, settings_change, settings_json, stated_text,
-                                 stated_weight, takes_stated_levels)
+                                 stated_weight, takes_setting, takes_stated_levels,
+                                 takes_warning_settings)
 from slarouter_core.experiments.runs import judge_call_cost
 from slarouter_core.live.story import headline_story
 from slarouter_core.live.settings import JUDGE_CHOICES
@@ -35,7 +36,7 @@ run = sh.run_settings()
 KEYS = {"w_routers": "routers", "w_alpha": "alpha", "w_c": "c", "w_vmode": "fixed_v", "w_V": "V", "w_qmax": "q_max",
         "w_eps": "eps", "w_rate": "feedback_rate", "w_seed": "seed", "w_tick": "per_tick", "w_fbmodel": "feedback_model",
         "w_judge": "judge", "w_jbudget": "judge_budget", "w_jcost": "judge_cost",
-        "w_stated": "stated_levels"}
+        "w_stated": "stated_levels", "w_warnz": "warn_z", "w_warnafter": "warn_after"}
 
 
 def shown(field: str, settings: RunSettings):
@@ -51,14 +52,14 @@ def shown(field: str, settings: RunSettings):
     if field == "stated_levels":
         return stated_text(settings.stated_levels)
     value = getattr(settings, field)
-    return int(value) if field in ("seed", "per_tick") else value
+    return int(value) if field in ("seed", "per_tick", "warn_after") else value
 
 
 def on_setting(key: str) -> None:
     """A widget changed: apply its value, or say why not and put the widget back."""
     field, raw = KEYS[key], ss[key]
     value = {"fixed_v": lambda v: v == "fixed", "routers": tuple, "seed": int, "per_tick": int,
-             "judge": str}.get(
+             "warn_after": int, "judge": str}.get(
         field, lambda v: v if isinstance(v, str) else float(v))(raw)
     if field == "routers" and not value:
         problems = {field: "pick at least one router; keeping " + ", ".join(sh.run_settings().routers) + "."}
@@ -139,6 +140,33 @@ with st.sidebar:
                  + (f", worth {weight:g} labels" if math.isfinite(weight) else "")
                  + ": the router starts from them instead of from nothing, the thumbs overrule them as they "
                  "come, and the estimate and its bound never use them. Changing them starts the run again.")
+    warned_by = [m for m in run.routers if takes_warning_settings(m)]
+    if warned_by:
+        default = RunSettings()
+        with st.expander("when to say \"SLA at risk\" (warn_z, warn after)", expanded=False):
+            z_by = [m for m in warned_by if takes_setting(m, "warn_z")]
+            if z_by:
+                st.number_input(
+                    "warn_z: how optimistic the at-risk test is", step=0.1, format="%.4f", **widget("w_warnz"),
+                    help=f"For {', '.join(z_by)}: the test reads each model's level at its posterior mean plus "
+                         "warn_z standard deviations as the best it can deliver, and says \"SLA at risk\" when "
+                         f"even that cannot bring the window to alpha. Default {default.warn_z:g} (the one-sided "
+                         "95% bound); 0 or more. Lower warns a likely miss sooner but warns more runs that go on "
+                         "to meet alpha: over seeds 0-99 at warn_z 0.5, the hard 11-model zoo 0 warns 85 of its "
+                         "87 misses before half (71 at the default), while the demo's false alarms go from 24 to "
+                         "54 of 95 met runs (docs/RESULTS.md, \"How early it warns\"). While at risk, exploration "
+                         "may label every model, so it moves routing a little. Changing it starts the run again.")
+            after_by = [m for m in warned_by if takes_setting(m, "warn_after")]
+            if after_by:
+                st.number_input(
+                    "warn after: thumbs before the first test", step=16, **widget("w_warnafter"),
+                    help=f"For {', '.join(after_by)}: no at-risk test before the run holds this many thumbs "
+                         f"(default {default.warn_after}: test from the start). On a few dozen thumbs the test is "
+                         "noisy and warns runs that go on to meet alpha; waiting cuts those early false alarms "
+                         "but can warn a miss later: over seeds 0-99 with warn_after=128, the demo's false alarms "
+                         "fall from 24 to 13 of 95 met runs while the hard zoo 0 warns 70 of its 87 misses "
+                         "before half instead of 71 (docs/RESULTS.md, \"How early it warns\"). Changing it "
+                         "starts the run again.")
     st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
                     **widget("w_seed"))
     st.number_input("requests per tick", step=50, **widget("w_tick"))

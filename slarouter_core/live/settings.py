@@ -15,6 +15,7 @@ from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
 from ..encoders import EncoderUnavailableError, check_encoder_spec
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
+from ..policies.contextual import ContextualConfig
 from ..policies.registry import DASHBOARD_DEFAULT, keep_settings, policy_class, settings_of
 from ..policies.registry import names as router_modes
 from ..router import RouterConfig
@@ -27,7 +28,7 @@ ENCODER_CHOICES = ("minilm", "hashing")
 LIMITS: dict[str, tuple[float, float]] = {
     "alpha": (0.001, 0.999), "c": (0.0, 100.0), "V": (1e-12, 1e6), "q_max": (1e-6, 1e6), "eps": (1e-9, 1.0),
     "feedback_rate": (0.0, 1.0), "seed": (0, 2**31 - 1), "per_tick": (1, 20_000), "judge_budget": (0.0, 1.0),
-    "judge_cost": (0.0, 1e12)}
+    "judge_cost": (0.0, 1e12), "warn_z": (0.0, 10.0), "warn_after": (0, 1_000_000)}
 #: routers streamed side by side on Live run by default (the registry's choice), on the
 #: same requests and feedback plan; the first is also the router of the other pages
 DEFAULT_ROUTERS = DASHBOARD_DEFAULT
@@ -37,6 +38,9 @@ JUDGE_CHOICES = ("",) + tuple(JUDGE_PRESETS)
 SOURCES = ("demo", "path", "upload")
 #: the stated accuracies (RunSettings.stated_levels) as the pages and messages name them
 STATED_LABEL = "stated accuracies"
+#: the at-risk test's settings (RunSettings.warn_z, warn_after), the contextual policy's defaults
+WARNING_SETTINGS = ("warn_z", "warn_after")
+_WARNING_DEFAULTS = ContextualConfig()
 
 
 # -- settings ---------------------------------------------------------------------------
@@ -76,6 +80,9 @@ class RunSettings(Checked):
     ``stated_levels``: each model's accuracy as its provider or a leaderboard states it, one
     per model of the data in its model order (empty: none), for the routers that take them
     as a prior (``stated_levels`` of the contextual policy; the others ignore them).
+    ``warn_z`` and ``warn_after``: how early a router with an "SLA at risk" test (the
+    contextual policy's) says so; the defaults are that policy's own, and the others ignore
+    them.
     """
 
     alpha: float | None = param(None, Alpha(optional=True))
@@ -94,6 +101,8 @@ class RunSettings(Checked):
     judge_budget: float = param(1.0, Range(low=0.0, high=1.0), label="judge budget")
     judge_cost: float | None = param(None, Range(low=0.0, optional=True), label="judge cost")
     stated_levels: tuple[float, ...] = param((), Levels(open=True), label=STATED_LABEL)
+    warn_z: float = param(_WARNING_DEFAULTS.warn_z, Range(low=0.0), label="warn_z")
+    warn_after: int = param(_WARNING_DEFAULTS.warn_after, Int(low=0), label="warn after")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -115,10 +124,13 @@ class RunSettings(Checked):
     def policy_settings(self, mode: str | None = None) -> dict[str, Any]:
         """The sidebar's router settings that policy ``mode`` takes (c and the V schedule
         are Algorithm 1's; a policy without them takes none; the stated accuracies, where
-        given, go to a policy with a ``stated_levels`` setting)."""
+        given, go to a policy with a ``stated_levels`` setting; ``warn_z`` and ``warn_after``,
+        where they differ from its defaults, to a policy with an at-risk test)."""
         v = {"V": float(self.V)} if self.fixed_v else {"V": None, "q_max": float(self.q_max), "eps": float(self.eps)}
         stated = {"stated_levels": tuple(self.stated_levels)} if self.stated_levels else {}
-        return keep_settings(mode or self.mode, {"c": float(self.c), **v, **stated})
+        warn = {k: getattr(self, k) for k in WARNING_SETTINGS
+                if getattr(self, k) != getattr(_WARNING_DEFAULTS, k)}
+        return keep_settings(mode or self.mode, {"c": float(self.c), **v, **stated, **warn})
 
     def router_config(self, data: RoutingData, mode: str | None = None) -> RouterConfig:
         """Router ``mode``'s config on ``data``; stated accuracies that a router takes must
@@ -260,10 +272,25 @@ def feedback_model_fields(name: str) -> dict:
     return {"feedback": FeedbackConfig(kind=name)}
 
 
-# -- stated accuracies (the contextual router's prior) -----------------------------------------
+# -- settings only some routers take ---------------------------------------------------------
+def takes_setting(mode: str, name: str) -> bool:
+    """Whether router ``mode`` takes the sidebar's setting ``name`` (a field of its config
+    of that name; :meth:`RunSettings.policy_settings` passes it to no other router)."""
+    return name in settings_of(mode)
+
+
 def takes_stated_levels(mode: str) -> bool:
     """Whether router ``mode`` takes stated accuracies (a ``stated_levels`` setting)."""
-    return "stated_levels" in settings_of(mode)
+    return takes_setting(mode, "stated_levels")
+
+
+def takes_warning_settings(mode: str) -> bool:
+    """Whether router ``mode`` has an at-risk test with a setting of ``WARNING_SETTINGS``
+    (``warn_z``, ``warn_after``)."""
+    return any(takes_setting(mode, k) for k in WARNING_SETTINGS)
+
+
+# -- stated accuracies (the contextual router's prior) -----------------------------------------
 
 
 def stated_weight(mode: str) -> float:
@@ -336,7 +363,7 @@ def settings_for_data(run: RunSettings, data: RoutingData,
 _RUN_KEYS = {"alpha": "alpha", "c": "c", "fixed_v": "fixedV", "V": "V", "q_max": "qmax", "eps": "eps",
              "feedback_rate": "rate", "seed": "seed", "per_tick": "tick", "feedback_model": "fbmodel",
              "mode": "mode", "routers": "routers", "judge": "judge", "judge_budget": "jbudget",
-             "judge_cost": "jcost", "stated_levels": "stated"}
+             "judge_cost": "jcost", "stated_levels": "stated", "warn_z": "warnz", "warn_after": "warnafter"}
 _DATA_KEYS = {"source": "src", "path": "path", "cost": "cost", "benchmarks": "bench", "encoder": "enc"}
 
 
@@ -390,7 +417,7 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
                 if raw not in ("0", "1", "true", "false"):
                     raise ValueError
                 run_kw[f] = raw in ("1", "true")
-            elif f in ("seed", "per_tick"):
+            elif f in ("seed", "per_tick", "warn_after"):
                 run_kw[f] = int(raw)
             else:
                 run_kw[f] = float(raw)

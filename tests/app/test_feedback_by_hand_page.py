@@ -217,3 +217,18 @@ def test_the_history_shows_nine_columns_that_fit_and_keeps_the_rest():
     assert set(shown.value.columns) | set(rest.columns) == set(HISTORY_COLUMNS)
     csv = at.session_state.hand.history_csv().decode().splitlines()[0].split(",")
     assert csv == HISTORY_COLUMNS
+
+
+def test_the_at_risk_settings_of_live_run_reach_the_contextual_router_here_and_restart_it():
+    at = open_app(PAGE, warnz="0.5")  # the sidebar's router is contextual
+    hand = at.session_state.hand
+    assert hand.routers == ("contextual",)
+    assert (hand.primary.router.policy.config.warn_z, hand.primary.router.policy.config.warn_after) == (0.5, 0)
+    at.button(key="w_next").click().run()
+    assert at.session_state.hand.primary.position == 1
+    at.switch_page("pages/live_run.py").run()
+    at.sidebar.number_input(key="w_warnafter").set_value(64).run()
+    at.switch_page(PAGE).run()
+    hand = at.session_state.hand
+    assert hand.primary.position == 0  # a new at-risk test: a new session, as for any router setting
+    assert (hand.primary.router.policy.config.warn_z, hand.primary.router.policy.config.warn_after) == (0.5, 64)

@@ -274,6 +274,47 @@ def test_the_stated_accuracies_box_shows_only_for_a_router_that_takes_them():
     assert at.sidebar.text_input(key="w_stated") is not None
 
 
+def test_the_at_risk_settings_in_the_sidebar_restart_the_run_and_reach_the_contextual_router():
+    at = open_app(PAGE)
+    z, after = at.sidebar.number_input(key="w_warnz"), at.sidebar.number_input(key="w_warnafter")
+    assert (z.value, after.value) == (1.6449, 0)
+    assert "contextual" in z.help and "How early it warns" in z.help
+    at.button(key="w_step").click().run()
+    at.sidebar.number_input(key="w_warnz").set_value(1.0).run()
+    live = at.session_state.live
+    assert live.t == 0  # a new test: a new run, and the page says which setting did it
+    assert "Settings changed (warn_z 1.6449 -> 1): the run was reset" in " ".join(w.value for w in at.main.warning)
+    at.sidebar.number_input(key="w_warnafter").set_value(128).run()
+    policy = at.session_state.live.sims["contextual"].router.policy
+    assert (policy.config.warn_z, policy.config.warn_after) == (1.0, 128)
+    assert at.session_state.live.sims["paper"].router.config.mode == "paper"
+    assert (at.query_params["warnz"], at.query_params["warnafter"]) == ("1", "128")
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)  # the frame's settings summary says them too
+    assert "at-risk test: warn_z = 1, after 128 thumbs" in sidebar
+    at.button(key="w_step").click().run()
+    assert at.session_state.live.t == 200 and not at.main.error
+    # a negative value is said in words; the run and the widget keep what is in use
+    at.sidebar.number_input(key="w_warnz").set_value(-1.0).run()
+    error = " ".join(e.value for e in at.main.error)
+    assert error.startswith("Settings not applied: ") and "warn_z" in error and "keeping warn_z = 1." in error
+    assert at.sidebar.number_input(key="w_warnz").value == 1.0 and at.session_state.live.t == 200
+
+
+def test_the_at_risk_settings_show_only_for_a_router_that_warns():
+    at = open_app(PAGE, routers="paper,guarded")
+    assert not [n for n in at.sidebar.number_input if n.key in ("w_warnz", "w_warnafter")]
+    at.multiselect(key="w_routers").set_value(["paper", "contextual"]).run()
+    assert at.sidebar.number_input(key="w_warnz") is not None
+
+
+def test_a_link_with_at_risk_settings_reaches_the_router():
+    at = open_app(PAGE, warnz="0.5", warnafter="64")
+    assert not at.warning
+    policy = at.session_state.live.sims["contextual"].router.policy
+    assert (policy.config.warn_z, policy.config.warn_after) == (0.5, 64)
+    assert (at.sidebar.number_input(key="w_warnz").value, at.sidebar.number_input(key="w_warnafter").value) == (0.5, 64)
+
+
 def test_a_link_with_stated_accuracies_for_another_zoo_keeps_the_page_and_says_why():
     at = open_app(PAGE, stated="0.5,0.6")
     models = at.session_state.live.data.models
@@ -326,3 +367,44 @@ def test_the_pre_flight_check_follows_alpha_and_the_feedback_rate():
     assert at.session_state.live.preflight_check.alpha_max < 0.86
     at.slider(key="w_rate").set_value(0.0).run()  # no thumbs: nothing to certify with, no check
     assert not [e for e in at.main.expander if e.label.startswith("Pre-flight")]
+
+
+def test_the_at_risk_settings_sit_in_an_expander_say_what_they_trade_and_refuse_a_bad_value_in_words():
+    at = open_app(PAGE)
+    (exp,) = [e for e in at.sidebar.expander if e.label.startswith("when to say")]
+    z, after = exp.number_input(key="w_warnz"), exp.number_input(key="w_warnafter")
+    # the trade-off, with docs/RESULTS.md's figures as written there
+    assert "warns a likely miss sooner" in z.help and "false alarms go from 24 to 54 of 95 met runs" in z.help
+    assert "fall from 24 to 13 of 95 met runs" in after.help and "70 of its 87 misses" in after.help
+    at.sidebar.number_input(key="w_warnafter").set_value(128).run()
+    at.button(key="w_step").click().run()
+    assert at.session_state.live.t == 200
+    # below 0 or past the limit: said in words, the run and the widget keep the value in use
+    for bad, said in ((-16, "warn_after = -16 is below the lowest allowed value (0); keeping warn after = 128"),
+                      (2_000_000, "warn_after = 2000000 is above the highest allowed value (1000000)")):
+        at.sidebar.number_input(key="w_warnafter").set_value(bad).run()
+        error = " ".join(e.value for e in at.main.error)
+        assert error.startswith("Settings not applied: ") and said in error, (bad, error)
+        assert at.session_state.run_settings.warn_after == 128
+        assert at.sidebar.number_input(key="w_warnafter").value == 128 and at.session_state.live.t == 200
+    # back to the default: out of the link and of the summary, the policy's own default in the router
+    at.sidebar.number_input(key="w_warnafter").set_value(0).run()
+    assert "warnafter" not in at.query_params and "at-risk test" not in " ".join(m.value for m in at.sidebar.markdown)
+    assert at.session_state.live.sims["contextual"].router.policy.config.warn_after == 0
+    assert "Settings changed (warn after 128 -> 0)" in " ".join(w.value for w in at.main.warning)
+
+
+def test_a_link_s_at_risk_settings_wait_while_no_router_takes_them_and_a_bad_one_is_said():
+    at = open_app(PAGE, routers="paper,guarded", warnz="0.8", warnafter="64")
+    assert not [e for e in at.sidebar.expander if e.label.startswith("when to say")]
+    at.multiselect(key="w_routers").set_value(["paper", "contextual"]).run()
+    assert (at.sidebar.number_input(key="w_warnz").value, at.sidebar.number_input(key="w_warnafter").value) == (0.8, 64)
+    cfg = at.session_state.live.sims["contextual"].router.policy.config
+    assert (cfg.warn_z, cfg.warn_after) == (0.8, 64)
+    # a bad value in the link: said, its default used, the link's other settings kept
+    at = open_app(PAGE, warnz="abc", warnafter="32", c="0.2")
+    text = " ".join(w.value for w in at.warning)
+    assert "URL parameter warnz='abc' is not a valid warn_z" in text and "using the default" in text
+    run = at.session_state.run_settings
+    assert (run.warn_z, run.warn_after, run.c) == (1.6449, 32, 0.2)
+    assert at.session_state.live.sims["contextual"].router.policy.config.warn_after == 32

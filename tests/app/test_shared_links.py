@@ -21,6 +21,8 @@ CASES = [
     ({"eps": "2"}, "eps", "w_eps", LIMITS["eps"][1]),
     ({"qmax": "1e7"}, "q_max", "w_qmax", LIMITS["q_max"][1]),
     ({"alpha": "0.0005"}, "alpha", "w_alpha", LIMITS["alpha"][0]),
+    ({"warnz": "50"}, "warn_z", "w_warnz", LIMITS["warn_z"][1]),
+    ({"warnafter": "5000000"}, "warn_after", "w_warnafter", LIMITS["warn_after"][1]),
 ]
 
 
@@ -35,7 +37,8 @@ def test_an_out_of_range_link_is_clamped_with_a_warning_and_a_reset_link(query, 
     assert at.number_input(key=key).value == clamped
     text = warning_text(at)
     param = [k for k in query if k != "fixedV"][0]
-    assert f"URL parameter {param}=" in text and f"using {clamped:g}" in text
+    said = str(clamped) if isinstance(clamped, int) else f"{clamped:g}"  # a whole number in full
+    assert f"URL parameter {param}=" in text and f"using {said}." in text
     assert "](./live" in text and "every setting at its default" in text  # the reset link
     # the run uses the clamped value and the session stays usable on every page
     at.button(key="w_step").click().run()
@@ -47,7 +50,8 @@ def test_an_out_of_range_link_is_clamped_with_a_warning_and_a_reset_link(query, 
 
 
 @pytest.mark.parametrize("key,field", [("w_alpha", "alpha"), ("w_c", "c"), ("w_V", "V"), ("w_tick", "per_tick"),
-                                       ("w_seed", "seed"), ("w_qmax", "q_max"), ("w_eps", "eps")])
+                                       ("w_seed", "seed"), ("w_qmax", "q_max"), ("w_eps", "eps"),
+                                       ("w_warnz", "warn_z"), ("w_warnafter", "warn_after")])
 def test_widgets_use_the_same_limits_as_the_url_and_say_so(key, field):
     """The widgets check the URL's limits on the server: a value outside them is named in
     words (not a red box with the reason on hover) and the widget shows the value in use."""

@@ -1,6 +1,6 @@
-"""RunSettings' stated accuracies (the contextual router's prior): they reach the router,
-travel in the link, restart a run with the reason said, and a bad value is refused in words
-with the old settings kept."""
+"""RunSettings' stated accuracies (the contextual router's prior) and its at-risk test's
+settings (``warn_z``, ``warn_after``): they reach the router, travel in the link, restart a
+run with the reason said, and a bad value is refused in words with the old settings kept."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from slarouter_core.data import from_frame
 from slarouter_core.embedding_cache import embed_texts
 from slarouter_core.live import (DataSpec, LiveRun, RunSettings, describe_reset, parse_stated_levels,
                                  settings_change, settings_for_data, settings_from_query, settings_json,
-                                 settings_method_params, settings_to_query, takes_stated_levels)
+                                 settings_method_params, settings_to_query, takes_stated_levels,
+                                 takes_warning_settings)
+from slarouter_core.policies.contextual import ContextualConfig
 from tests.conftest import make_frame
 
 #: one per model of the small zoo (small, medium, large): the cheapest stated best
@@ -159,3 +161,70 @@ def test_the_settings_download_holds_them(small):
     doc = json.loads(settings_json(DataSpec(), RunSettings(stated_levels=STATED), data))
     assert doc["run"]["stated_levels"] == list(STATED)
     assert doc["simulation"]["router"]["settings"]["stated_levels"] == list(STATED)
+
+
+# -- the at-risk test's settings ----------------------------------------------------------
+def test_the_warning_settings_default_to_the_policy_s_and_go_only_to_a_router_that_warns():
+    assert (RunSettings().warn_z, RunSettings().warn_after) == (ContextualConfig().warn_z, ContextualConfig().warn_after)
+    assert takes_warning_settings("contextual")
+    assert not takes_warning_settings("paper") and not takes_warning_settings("guarded")
+    run = RunSettings(warn_z=1.0, warn_after=128)
+    assert run.policy_settings("contextual") == {"warn_z": 1.0, "warn_after": 128}
+    assert not {"warn_z", "warn_after"} & set(run.policy_settings("paper"))
+    assert not {"warn_z", "warn_after"} & set(run.policy_settings("guarded"))
+    # only what differs from the defaults is passed on (a method spec reads as before)
+    assert RunSettings(warn_z=1.0).policy_settings("contextual") == {"warn_z": 1.0}
+    assert settings_method_params(run) == {"mode": "contextual", "warn_z": 1.0, "warn_after": 128}
+
+
+def test_the_warning_settings_reach_the_contextual_router_and_move_its_first_warning():
+    data = from_frame(make_frame(n=2000, seed=3))  # 41%, 62%, 80%: alpha at the best model's level
+    emb = embed_texts(data.texts, "hashing:64")
+    base = RunSettings(alpha=0.8, per_tick=2000, seed=5)
+    first = {}
+    for kw in ({}, {"warn_z": 0.0}, {"warn_after": 150}):
+        live = LiveRun(data, emb, RunSettings(**{**vars(base), **kw}), routers=("contextual", "paper"))
+        policy = live.sims["contextual"].router.policy
+        assert (policy.config.warn_z, policy.config.warn_after) == (kw.get("warn_z", 1.6449), kw.get("warn_after", 0))
+        live.step()
+        first[tuple(kw)] = live.sims["contextual"].router.sla_status()["first_at_risk"]
+    # the bare mean (warn_z 0) says it sooner than the 95% bound; waiting for 150 thumbs, later
+    assert first[()] is not None and first[("warn_z",)] < first[()]
+    assert first[("warn_after",)] is None or first[("warn_after",)] > first[()]
+
+
+def test_the_warning_settings_round_trip_through_the_url_and_a_bad_value_is_named():
+    run = RunSettings(warn_z=0.5, warn_after=128, seed=3)
+    q = settings_to_query(DataSpec(), run)
+    assert (q["warnz"], q["warnafter"]) == ("0.5", "128")
+    assert settings_from_query(q) == (DataSpec(), run, [])
+    assert not {"warnz", "warnafter"} & set(settings_to_query(DataSpec(), RunSettings()))
+    _, got, problems = settings_from_query({"warnz": "abc", "warnafter": "-3", "c": "0.2"})
+    assert got == RunSettings(c=0.2)
+    assert any(p.startswith("URL parameter warnz='abc' is not a valid warn_z") for p in problems), problems
+    assert any(p.startswith("URL parameter warnafter:") and "got -3" in p for p in problems), problems
+    _, got, problems = settings_from_query({"warnz": "50"})  # usable, beyond the widget: clamped, said
+    assert got.warn_z == 10.0 and problems == ["URL parameter warnz=50 is above the highest allowed warn_z (10); "
+                                               "using 10."]
+
+
+def test_a_warning_setting_changed_is_said_as_the_reason_for_a_reset(small):
+    data, _ = small
+    new, problems = settings_change(RunSettings(), {"warn_z": 1.0, "warn_after": 64}, data)
+    assert not problems and (new.warn_z, new.warn_after) == (1.0, 64)
+    said = describe_reset(RunSettings(), new)
+    assert "warn_z 1.6449 -> 1" in said and "warn after 0 -> 64" in said
+    _, problems = settings_change(new, {"warn_z": -1.0}, data)
+    assert problems["warn_z"].endswith("keeping warn_z = 1.")
+
+
+def test_the_experiments_page_s_method_carries_the_warning_settings_to_its_router():
+    from slarouter_core.baselines import slarouter_configs
+    from slarouter_core.experiments import MethodSpec
+
+    params = settings_method_params(RunSettings(warn_z=0.5, warn_after=64))  # what the page's "mine" runs
+    cfg = slarouter_configs(0.7, 0.2, 1, MethodSpec("slarouter", params).params).router
+    assert cfg.mode == "contextual" and (cfg.settings.warn_z, cfg.settings.warn_after) == (0.5, 64)
+    paper = settings_method_params(RunSettings(mode="paper", warn_z=0.5, warn_after=64))
+    assert paper["mode"] == "paper" and not {"warn_z", "warn_after"} & set(paper)
+    assert slarouter_configs(0.7, 0.2, 1, paper).router.mode == "paper"
