@@ -4,6 +4,7 @@ feedback-rate sweeps as one pivot table each, charts and table exports."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +15,8 @@ from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_M
                                         SEEDS_MET_NOTE, Dataset, GridConfig, MethodSpec, aggregate,
                                         comparison_defaults, comparison_table, format_overview, format_table, markdown_table,
                                         paper_scores, pivot_table, published_comparison, report_text, run_grid)
-from slarouter_core.live import comparison_chart, parse_numbers, settings_method_params, sweep_charts
+from slarouter_core.live import (RunSettings, changed_settings, comparison_chart, parse_numbers, settings_method_params,
+                                 sweep_charts)
 from slarouter_core.live.story import experiment_story
 from slarouter_core.live.experiment_charts import (ERROR_BARS, EXPORT_FORMATS, ChartExportError, render_chart,
                                                    standalone_spec)
@@ -38,6 +40,37 @@ LABELS["single"] = "each model alone"
 DEFAULT_FEEDBACK = [run.feedback_model if run.feedback_model in FEEDBACK_CHOICES else "iid"]
 ALPHA_CAPTION = ("The dashed red line on the charts is alpha, the SLA target (labelled with its value); "
                  "a point at or above it is on target.")
+
+
+#: the sidebar settings that reach the sidebar's router ("mine"): its mode and what it takes
+#: (settings_method_params); the runs here take seeds and feedback models from their own boxes
+ROUTER_SETTINGS = ("mode", "c", "fixed_v", "V", "q_max", "eps", "stated_levels", "warn_z", "warn_after")
+
+
+def keep_rows(name: str, rows: pd.DataFrame) -> None:
+    """Results of a run, with the data and settings they were run on."""
+    ss[name] = rows
+    ss[name + "_for"] = (spec, run)
+
+
+def kept_rows(name: str, used: tuple[str, ...]) -> pd.DataFrame | None:
+    """The results kept under ``name``; where the data or a setting of ``used`` (those that
+    reach these runs) has changed since they were run, they are still shown (a comparison
+    across settings is the user's to make) under a warning that names what changed, so that
+    no figure passes for one of the data and settings in use."""
+    rows = ss.get(name)
+    if rows is None:
+        return None
+    was_spec, was_run = ss.get(name + "_for", (spec, run))
+    if was_spec != spec:
+        st.warning(f"These results were run on other data ({sh.display_name(was_spec)}), not on the data "
+                   "loaded now: run again for it.")
+    else:
+        changed = changed_settings(was_run, run, tuple(f.name for f in fields(RunSettings) if f.name not in used))
+        if changed:
+            st.warning(f"These results were run before the settings changed ({'; '.join(changed)}): run again "
+                       "for the settings in use.")
+    return rows
 
 
 def method_specs(keys: list[str]) -> tuple[MethodSpec, ...]:
@@ -155,8 +188,8 @@ with tab_cmp:
         rows = run_with_progress("Comparison", methods=method_specs(keys), seeds=seeds, alpha=alpha,
                                  feedback_rates=(run.feedback_rate,), feedback=tuple(fb_models))
         if rows is not None:
-            ss.exp_rows = rows
-    rows = ss.get("exp_rows")
+            keep_rows("exp_rows", rows)
+    rows = kept_rows("exp_rows", ("alpha", "feedback_rate") + ROUTER_SETTINGS)
     if rows is not None:
         agg = aggregate(rows)
         with st.container(border=True, key="exp_story"):
@@ -207,8 +240,8 @@ with tab_v:
         rows = run_with_progress("V sweep", methods=specs, seeds=v_seeds, feedback_rates=(run.feedback_rate,),
                                  alpha=alpha)
         if rows is not None:
-            ss.vs_rows = rows
-    rows = ss.get("vs_rows")
+            keep_rows("vs_rows", rows)
+    rows = kept_rows("vs_rows", ("alpha", "c", "feedback_rate"))
     if rows is not None:
         agg = aggregate(rows)
         charts = sweep_charts(agg, "V", "V (log scale)", log=True, models=data.models, series="SLARouter (fixed V)")
@@ -233,8 +266,8 @@ with tab_rate:
         rows = run_with_progress("Feedback-rate sweep", methods=method_specs(r_keys), seeds=r_seeds,
                                  feedback_rates=rates, alpha=alpha, feedback=tuple(r_fb))
         if rows is not None:
-            ss.rs_rows = rows
-    rows = ss.get("rs_rows")
+            keep_rows("rs_rows", rows)
+    rows = kept_rows("rs_rows", ("alpha",) + ROUTER_SETTINGS)
     if rows is not None:
         agg = aggregate(rows)
         sweep_section(sweep_charts(agg, "feedback_rate", "feedback rate", models=data.models), "rs")
@@ -261,8 +294,8 @@ def paper_protocol_section() -> None:
         rows = run_with_progress("Paper protocol", methods=method_specs(keys), seeds=seeds, alpha=proto.alpha,
                                  feedback_rates=(proto.feedback_rate,), feedback=(f"fill-{judge}",))
         if rows is not None:
-            ss.pp_rows = rows
-    rows = ss.get("pp_rows")
+            keep_rows("pp_rows", rows)
+    rows = kept_rows("pp_rows", ())  # presets only: no sidebar setting reaches them
     if rows is None:
         return
     agg = aggregate(rows)

@@ -22,7 +22,7 @@ from .lazy_encoder import LazyEncoder
 from .run import (BELIEF_KINDS, LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, REFERENCES, LiveRun,
                   LiveView, belief_series)
 from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, STATED_LABEL, DataSpec, RunSettings,
-                       check_stated_count, clamp_setting, describe_reset, feedback_model_choices,
+                       changed_settings, check_stated_count, clamp_setting, describe_reset, feedback_model_choices,
                        feedback_model_fields, limit_problem, parse_numbers, parse_stated_levels, settings_change,
                        settings_for_data, settings_from_query, settings_json, settings_method_params,
                        settings_to_query, stated_text, stated_weight, takes_setting, takes_stated_levels,
@@ -37,6 +37,6 @@ __all__ = ["DEFAULT_POLICY", "router_modes", "router_modes_help", "FAST_RENDER",
            "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "SOURCES", "STATED_LABEL", "DataSpec", "RunSettings",
            "check_stated_count", "clamp_setting", "parse_stated_levels", "settings_for_data", "stated_text",
            "stated_weight", "takes_setting", "takes_stated_levels", "takes_warning_settings",
-           "describe_reset", "limit_problem", "settings_change", "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
+           "changed_settings", "describe_reset", "limit_problem", "settings_change", "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",
            "settings_json", "settings_method_params", "settings_to_query", "benchmark_long_table", "FRONTIER", "mixture_frontier", "zoo_chart", "zoo_chart_frame", "display_scale",
            "human_cost", "zoo_table"]

@@ -236,6 +236,21 @@ def _shown(run: RunSettings, name: str, data: RoutingData | None) -> str:
     return f"{label} = {value:g}" if isinstance(value, float) else f"{label} = {value}"
 
 
+def changed_settings(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] = ("per_tick",)) -> list[str]:
+    """Each setting (but those in ``ignore``) that differs between ``old`` and ``new``, as
+    "label old -> new" in field order: what a reset run or a result run under other
+    settings says changed."""
+    def text(run: RunSettings, name: str) -> str:
+        v = getattr(run, name)
+        if name == "alpha" and v is None:
+            return "midpoint"
+        if name == "stated_levels":
+            return stated_text(v) or "none"
+        return ", ".join(v) if isinstance(v, tuple) else (f"{v:g}" if isinstance(v, float) else str(v))
+    return [f"{setting_label(f.name)} {text(old, f.name)} -> {text(new, f.name)}" for f in fields(RunSettings)
+            if f.name not in ignore and getattr(old, f.name) != getattr(new, f.name)]
+
+
 def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] = ("per_tick",)) -> str | None:
     """Why a run in progress started again: each changed setting with its old and new value
     (None when nothing that restarts a run changed). A new seed gets its reason spelled
@@ -244,15 +259,7 @@ def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] =
                and getattr(old, f.name) != getattr(new, f.name)]
     if not changed:
         return None
-
-    def text(run: RunSettings, name: str) -> str:
-        v = getattr(run, name)
-        if name == "alpha" and v is None:
-            return "midpoint"
-        if name == "stated_levels":
-            return stated_text(v) or "none"
-        return ", ".join(v) if isinstance(v, tuple) else (f"{v:g}" if isinstance(v, float) else str(v))
-    what = "; ".join(f"{setting_label(n)} {text(old, n)} -> {text(new, n)}" for n in changed)
+    what = "; ".join(changed_settings(old, new, ignore))
     head = "The seed changed" if changed == ["seed"] else "Settings changed"
     why = " (a seed fixes the request order and the feedback plan)" if "seed" in changed else ""
     return f"{head} ({what}): the run was reset and starts again from the first request{why}."

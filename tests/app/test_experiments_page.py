@@ -261,3 +261,54 @@ def test_the_default_comparison_says_who_holds_the_sla_and_why_the_paper_misses(
     if not paper["sla_met"].all():
         share = (paper["explored"] / paper["n_stream"]).mean()
         assert "(the paper's rule) misses" in text and f"{100 * share:.1f}% of each stream" in text
+
+
+def stale_warnings(at) -> list[str]:
+    return [w.value for w in at.main.warning if w.value.startswith("These results were run")]
+
+
+def test_results_run_under_other_settings_or_data_say_so(tmp_path):
+    from slarouter_core.data import write_parquet
+    from tests.conftest import make_frame
+
+    at = open_app(PAGE)
+    at.multiselect(key="w_exp_methods").set_value(["single", "mine"])
+    at.text_input(key="w_exp_seeds").set_value("1").run()
+    at.button(key="w_exp_run").click().run()
+    at.text_input(key="w_vs_values").set_value("1e-5")
+    at.text_input(key="w_vs_seeds").set_value("1").run()
+    at.button(key="w_vs_run").click().run()
+    assert not at.exception and not at.error and not stale_warnings(at)
+    # Live run's own seed and pace reach no run here: nothing to say
+    at.switch_page("pages/live_run.py").run()
+    at.number_input(key="w_seed").set_value(3)
+    at.number_input(key="w_tick").set_value(150).run()
+    at.switch_page(PAGE).run()
+    assert not stale_warnings(at)
+    # the sidebar router's at-risk test reaches the comparison's "mine", not the fixed-V sweep
+    at.switch_page("pages/live_run.py").run()
+    at.sidebar.number_input(key="w_warnz").set_value(1.0).run()
+    at.switch_page(PAGE).run()
+    assert stale_warnings(at) == ["These results were run before the settings changed (warn_z 1.6449 -> 1): run "
+                                  "again for the settings in use."]
+    # alpha reaches both; the kept results are still shown, under the warning
+    at.switch_page("pages/live_run.py").run()
+    at.number_input(key="w_alpha").set_value(0.7).run()
+    at.switch_page(PAGE).run()
+    said = stale_warnings(at)
+    assert len(said) == 2 and all("alpha midpoint -> 0.7" in w for w in said) and "warn_z" in said[0]
+    assert at.session_state.exp_rows is not None and tables(at)
+    # run again: the comparison is current, the sweep still is not
+    at.button(key="w_exp_run").click().run()
+    said = stale_warnings(at)
+    assert len(said) == 1 and "alpha midpoint -> 0.7" in said[0] and "warn_z" not in said[0]
+    # other data: every kept result says so, named as the user loaded it
+    path = write_parquet(make_frame(n=80), tmp_path / "other.parquet")
+    at.switch_page("pages/data_page.py").run()
+    at.radio(key="w_source").set_value("path").run()
+    at.text_input(key="w_path").set_value(str(path)).run()
+    at.button(key="w_load_path").click().run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert stale_warnings(at) == ["These results were run on other data (built-in demo), not on the data loaded "
+                                  "now: run again for it."] * 2
