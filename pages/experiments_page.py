@@ -15,7 +15,7 @@ from slarouter_core.experiments import (CHEAPEST_NOTE, FEEDBACK_CHOICES, PIVOT_M
                                         SEEDS_MET_NOTE, Dataset, GridConfig, MethodSpec, aggregate,
                                         comparison_defaults, comparison_table, format_overview, format_table, markdown_table,
                                         paper_scores, pivot_table, published_comparison, report_text, run_grid)
-from slarouter_core.live import (RunSettings, changed_settings, comparison_chart, parse_numbers, settings_method_params,
+from slarouter_core.live import (ROUTER_FIELDS, RunSettings, changed_settings, comparison_chart, parse_numbers, settings_method_params,
                                  sweep_charts)
 from slarouter_core.live.story import experiment_story
 from slarouter_core.live.experiment_charts import (ERROR_BARS, EXPORT_FORMATS, ChartExportError, render_chart,
@@ -42,11 +42,6 @@ ALPHA_CAPTION = ("The dashed red line on the charts is alpha, the SLA target (la
                  "a point at or above it is on target.")
 
 
-#: the sidebar settings that reach the sidebar's router ("mine"): its mode and what it takes
-#: (settings_method_params); the runs here take seeds and feedback models from their own boxes
-ROUTER_SETTINGS = ("mode", "c", "fixed_v", "V", "q_max", "eps", "stated_levels", "warn_z", "warn_after")
-
-
 def keep_rows(name: str, rows: pd.DataFrame) -> None:
     """Results of a run, with the data and settings they were run on."""
     ss[name] = rows
@@ -55,7 +50,8 @@ def keep_rows(name: str, rows: pd.DataFrame) -> None:
 
 def kept_rows(name: str, used: tuple[str, ...]) -> pd.DataFrame | None:
     """The results kept under ``name``; where the data or a setting of ``used`` (those that
-    reach these runs) has changed since they were run, they are still shown (a comparison
+    reach these runs; the runs here take seeds and feedback models from their own boxes)
+    has changed since they were run, they are still shown (a comparison
     across settings is the user's to make) under a warning that names what changed, so that
     no figure passes for one of the data and settings in use."""
     rows = ss.get(name)
@@ -189,7 +185,7 @@ with tab_cmp:
                                  feedback_rates=(run.feedback_rate,), feedback=tuple(fb_models))
         if rows is not None:
             keep_rows("exp_rows", rows)
-    rows = kept_rows("exp_rows", ("alpha", "feedback_rate") + ROUTER_SETTINGS)
+    rows = kept_rows("exp_rows", ("alpha", "feedback_rate") + ROUTER_FIELDS)
     if rows is not None:
         agg = aggregate(rows)
         with st.container(border=True, key="exp_story"):
@@ -267,7 +263,7 @@ with tab_rate:
                                  feedback_rates=rates, alpha=alpha, feedback=tuple(r_fb))
         if rows is not None:
             keep_rows("rs_rows", rows)
-    rows = kept_rows("rs_rows", ("alpha",) + ROUTER_SETTINGS)
+    rows = kept_rows("rs_rows", ("alpha",) + ROUTER_FIELDS)
     if rows is not None:
         agg = aggregate(rows)
         sweep_section(sweep_charts(agg, "feedback_rate", "feedback rate", models=data.models), "rs")

@@ -21,7 +21,8 @@ from .hand import HandRequest, HandRound, HandRouters, HandSession, shat_bars
 from .lazy_encoder import LazyEncoder
 from .run import (BELIEF_KINDS, LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, REFERENCES, LiveRun,
                   LiveView, belief_series)
-from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, SOURCES, STATED_LABEL, DataSpec, RunSettings,
+from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, ROUTER_FIELDS, SOURCES, STATED_LABEL, DataSpec,
+                       RunSettings,
                        changed_settings, check_stated_count, clamp_setting, describe_reset, feedback_model_choices,
                        feedback_model_fields, limit_problem, parse_numbers, parse_stated_levels, settings_change,
                        settings_for_data, settings_from_query, settings_json, settings_method_params,
@@ -34,7 +35,7 @@ __all__ = ["DEFAULT_POLICY", "router_modes", "router_modes_help", "FAST_RENDER",
            "ROUTER_COLORS", "SPARE_COLORS", "ChartFrame", "color_encoding", "model_colors", "series_color",
            "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandRound", "HandRouters", "HandSession", "shat_bars", "LazyEncoder",
            "BELIEF_KINDS", "belief_series", "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "REFERENCES", "LiveRun", "LiveView",
-           "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "SOURCES", "STATED_LABEL", "DataSpec", "RunSettings",
+           "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "ROUTER_FIELDS", "SOURCES", "STATED_LABEL", "DataSpec", "RunSettings",
            "check_stated_count", "clamp_setting", "parse_stated_levels", "settings_for_data", "stated_text",
            "stated_weight", "takes_setting", "takes_stated_levels", "takes_warning_settings",
            "changed_settings", "describe_reset", "limit_problem", "settings_change", "feedback_model_choices", "feedback_model_fields", "parse_numbers", "settings_from_query",

@@ -41,6 +41,9 @@ STATED_LABEL = "stated accuracies"
 #: the at-risk test's settings (RunSettings.warn_z, warn_after), the contextual policy's defaults
 WARNING_SETTINGS = ("warn_z", "warn_after")
 _WARNING_DEFAULTS = ContextualConfig()
+#: the RunSettings fields that reach a router's config (:meth:`RunSettings.policy_settings`:
+#: the mode and what it takes); the others set the stream, the feedback and the pace
+ROUTER_FIELDS = ("mode", "c", "fixed_v", "V", "q_max", "eps", "stated_levels") + WARNING_SETTINGS
 
 
 # -- settings ---------------------------------------------------------------------------
@@ -236,6 +239,10 @@ def _shown(run: RunSettings, name: str, data: RoutingData | None) -> str:
     return f"{label} = {value:g}" if isinstance(value, float) else f"{label} = {value}"
 
 
+def _changed_fields(old: RunSettings, new: RunSettings, ignore: tuple[str, ...]) -> list[str]:
+    return [f.name for f in fields(RunSettings) if f.name not in ignore and getattr(old, f.name) != getattr(new, f.name)]
+
+
 def changed_settings(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] = ("per_tick",)) -> list[str]:
     """Each setting (but those in ``ignore``) that differs between ``old`` and ``new``, as
     "label old -> new" in field order: what a reset run or a result run under other
@@ -247,16 +254,14 @@ def changed_settings(old: RunSettings, new: RunSettings, ignore: tuple[str, ...]
         if name == "stated_levels":
             return stated_text(v) or "none"
         return ", ".join(v) if isinstance(v, tuple) else (f"{v:g}" if isinstance(v, float) else str(v))
-    return [f"{setting_label(f.name)} {text(old, f.name)} -> {text(new, f.name)}" for f in fields(RunSettings)
-            if f.name not in ignore and getattr(old, f.name) != getattr(new, f.name)]
+    return [f"{setting_label(n)} {text(old, n)} -> {text(new, n)}" for n in _changed_fields(old, new, ignore)]
 
 
 def describe_reset(old: RunSettings, new: RunSettings, ignore: tuple[str, ...] = ("per_tick",)) -> str | None:
     """Why a run in progress started again: each changed setting with its old and new value
     (None when nothing that restarts a run changed). A new seed gets its reason spelled
     out: it draws a new request order and feedback plan, so the old run cannot go on."""
-    changed = [f.name for f in fields(RunSettings) if f.name not in ignore
-               and getattr(old, f.name) != getattr(new, f.name)]
+    changed = _changed_fields(old, new, ignore)
     if not changed:
         return None
     what = "; ".join(changed_settings(old, new, ignore))

@@ -228,3 +228,29 @@ def test_the_experiments_page_s_method_carries_the_warning_settings_to_its_route
     paper = settings_method_params(RunSettings(mode="paper", warn_z=0.5, warn_after=64))
     assert paper["mode"] == "paper" and not {"warn_z", "warn_after"} & set(paper)
     assert slarouter_configs(0.7, 0.2, 1, paper).router.mode == "paper"
+
+
+def test_router_fields_are_exactly_the_settings_that_reach_a_router():
+    """What the Experiments page checks its kept results against: a setting outside
+    ROUTER_FIELDS moves no router's config, each one inside moves some router's, and a new
+    RunSettings field must be put on one side."""
+    from dataclasses import fields, replace
+
+    from slarouter_core.live import ROUTER_FIELDS
+    from slarouter_core.live.settings import router_modes
+
+    others = {"alpha": 0.7, "feedback_rate": 0.5, "seed": 3, "per_tick": 50, "feedback_model": "bursty",
+              "routers": ("paper",), "judge": "acpbench", "judge_budget": 0.5, "judge_cost": 1.0}
+    mine = {"c": 0.3, "fixed_v": True, "V": 2e-5, "q_max": 10.0, "eps": 0.01, "stated_levels": (0.5, 0.6, 0.7),
+            "warn_z": 1.0, "warn_after": 64}
+    assert {f.name for f in fields(RunSettings)} == set(others) | set(ROUTER_FIELDS)
+    assert set(mine) | {"mode"} == set(ROUTER_FIELDS)
+    base = RunSettings(fixed_v=True)  # V reaches a router only when fixed, q_max and eps only when not
+
+    def configs(run: RunSettings) -> list[dict]:
+        return [run.policy_settings(m) for m in router_modes()]
+    for name, value in others.items():
+        assert configs(replace(base, **{name: value})) == configs(base), name
+    for name, value in mine.items():
+        start = RunSettings() if name in ("q_max", "eps", "fixed_v") else base
+        assert configs(replace(start, **{name: value})) != configs(start), name
