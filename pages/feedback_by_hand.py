@@ -62,7 +62,7 @@ if emb is not None:
                                         "uses it too).")
     ss.hand_routers = list(routers)  # kept when the page (and so its widget) is left
     run = sh.run_settings()
-    key = (spec, run, tuple(routers))
+    key = (spec, run.reaching(routers), tuple(routers))  # a setting none of the routers reads restarts nothing
     if ss.get("hand_key") != key:
         ss.hand = HandRouters(data, emb, run, routers=routers, auto_feedback=ss.get("w_auto", True),
                               learn_from_all=ss.get("w_learn_all", True))

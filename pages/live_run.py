@@ -176,14 +176,16 @@ with st.sidebar:
     st.divider()
 
 st.caption("Settings are in the sidebar (each one is also in the page URL). Requests per tick and seconds between "
-           "ticks change the pace only; any other change starts the run again from the first request (a running "
-           "run keeps running), and the page says which setting did it.")
+           "ticks change the pace only, and a router setting that none of the routers here reads (c or V beside "
+           "contextual alone) changes nothing; any other change starts the run again from the first request (a "
+           "running run keeps running), and the page says which setting did it.")
 for problem in ss.pop("live_rejected", []):
     st.error(f"Settings not applied: {problem}")
 
 emb = sh.embeddings(data)
 if emb is not None:
-    key = (spec, replace(run, per_tick=1))  # the tick size changes the pace, not the run
+    # the tick size changes the pace, not the run; a setting none of its routers reads changes neither
+    key = (spec, replace(run, per_tick=1).reaching(run.routers))
     if ss.get("live_key") != key:
         if ss.get("live") is not None and ss.live.t > 0:
             ss.live_note = describe_reset(ss.live_key[1], key[1]) if ss.live_key[0] == spec else \

@@ -135,6 +135,19 @@ class RunSettings(Checked):
                 if getattr(self, k) != getattr(_WARNING_DEFAULTS, k)}
         return keep_settings(mode or self.mode, {"c": float(self.c), **v, **stated, **warn})
 
+    def reaching(self, modes: Sequence[str]) -> "RunSettings":
+        """These settings with each router setting that none of routers ``modes`` receives
+        (:meth:`policy_settings`) at its default: what a run of those routers depends on,
+        so that a change none of them reads (c or V beside the contextual router alone, the
+        at-risk settings beside routers without that test) does not start it again."""
+        # V None: data-driven (its V is not read; q_max and eps are)
+        received = {k for m in modes for k, v in self.policy_settings(m).items() if v is not None}
+        takes_v = any(takes_setting(m, "V") for m in modes)
+        default = RunSettings()
+        unread = [n for n in ROUTER_FIELDS if n != "mode"
+                  and not (n in received or (n == "fixed_v" and takes_v))]
+        return replace(self, **{n: getattr(default, n) for n in unread})
+
     def router_config(self, data: RoutingData, mode: str | None = None) -> RouterConfig:
         """Router ``mode``'s config on ``data``; stated accuracies that a router takes must
         be one per model of ``data`` (ValueError naming the zoo's models otherwise)."""

@@ -232,3 +232,17 @@ def test_the_at_risk_settings_of_live_run_reach_the_contextual_router_here_and_r
     hand = at.session_state.hand
     assert hand.primary.position == 0  # a new at-risk test: a new session, as for any router setting
     assert (hand.primary.router.policy.config.warn_z, hand.primary.router.policy.config.warn_after) == (0.5, 64)
+
+
+def test_a_live_run_setting_the_routers_here_do_not_read_keeps_the_session():
+    at = open_app(PAGE)  # the contextual router alone: c is the paper's rule's
+    at.button(key="w_next").click().run()
+    hand = at.session_state.hand
+    at.switch_page("pages/live_run.py").run()
+    at.number_input(key="w_c").set_value(0.3).run()
+    at.switch_page(PAGE).run()
+    assert at.session_state.hand is hand and hand.primary.position == 1
+    at.multiselect(key="w_hand_routers").set_value(["contextual", "paper"]).run()
+    hand = at.session_state.hand
+    assert hand.routers == ("contextual", "paper") and hand.primary.position == 0
+    assert hand.sessions["paper"].router.config.c == 0.3  # kept for the router that reads it

@@ -300,6 +300,24 @@ def test_the_at_risk_settings_in_the_sidebar_restart_the_run_and_reach_the_conte
     assert at.sidebar.number_input(key="w_warnz").value == 1.0 and at.session_state.live.t == 200
 
 
+def test_a_setting_none_of_the_routers_reads_does_not_restart_the_run():
+    """c and V are the paper's rule's: beside the contextual router alone they change
+    nothing it does, so the run goes on (and the paper's router beside it restarts)."""
+    at = open_app(PAGE, routers="contextual")
+    at.button(key="w_step").click().run()
+    live = at.session_state.live
+    at.number_input(key="w_c").set_value(0.3).run()
+    at.radio(key="w_vmode").set_value("fixed").run()
+    assert at.session_state.live is live and live.t == 200 and not at.main.warning
+    assert at.query_params["c"] == "0.3"  # kept for the routers that read it
+    at.multiselect(key="w_routers").set_value(["contextual", "paper"]).run()
+    assert at.session_state.live.t == 0 and at.session_state.live.sims["paper"].config.router.c == 0.3
+    at.button(key="w_step").click().run()
+    at.number_input(key="w_c").set_value(0.2).run()
+    assert at.session_state.live.t == 0  # the paper's router reads c: both start again, on the same stream
+    assert "Settings changed (c 0.3 -> 0.2): the run was reset" in " ".join(w.value for w in at.main.warning)
+
+
 def test_the_at_risk_settings_show_only_for_a_router_that_warns():
     at = open_app(PAGE, routers="paper,guarded")
     assert not [n for n in at.sidebar.number_input if n.key in ("w_warnz", "w_warnafter")]

@@ -254,3 +254,22 @@ def test_router_fields_are_exactly_the_settings_that_reach_a_router():
     for name, value in mine.items():
         start = RunSettings() if name in ("q_max", "eps", "fixed_v") else base
         assert configs(replace(start, **{name: value})) != configs(start), name
+
+
+@pytest.mark.parametrize("routers", [("contextual",), ("paper",), ("contextual", "paper"), ("guarded",), ("guarded", "contextual")])
+def test_a_run_depends_on_a_router_setting_exactly_when_one_of_its_routers_receives_it(routers):
+    """Live run and Feedback by hand start again when ``reaching`` changes: a change of a
+    router setting must do so exactly when it changes what some router of the run
+    receives, and the other settings (alpha, the seed, the judge) always."""
+    from dataclasses import replace
+
+    changes = {"c": 0.3, "fixed_v": True, "V": 2e-5, "q_max": 10.0, "eps": 0.01,
+               "stated_levels": (0.5, 0.6, 0.7), "warn_z": 1.0, "warn_after": 64,
+               "alpha": 0.7, "seed": 3, "judge": "acpbench"}
+    for start in (RunSettings(routers=routers, mode=routers[0]),
+                  RunSettings(routers=routers, mode=routers[0], fixed_v=True, warn_z=2.0)):
+        for name, value in changes.items():
+            moved = replace(start, **{name: value})
+            received = [moved.policy_settings(m) != start.policy_settings(m) for m in routers]
+            must = name in ("alpha", "seed", "judge") or any(received)
+            assert (moved.reaching(routers) != start.reaching(routers)) == must, (routers, name, start.fixed_v)
