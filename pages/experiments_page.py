@@ -48,7 +48,7 @@ def keep_rows(name: str, rows: pd.DataFrame) -> None:
     ss[name + "_for"] = (spec, run)
 
 
-def kept_rows(name: str, used: tuple[str, ...]) -> pd.DataFrame | None:
+def kept_rows(name: str, used: tuple[str, ...], sidebar_router: bool = False) -> pd.DataFrame | None:
     """The results kept under ``name``; where the data or a setting of ``used`` (those that
     reach these runs; the runs here take seeds and feedback models from their own boxes)
     has changed since they were run, they are still shown (a comparison
@@ -62,7 +62,10 @@ def kept_rows(name: str, used: tuple[str, ...]) -> pd.DataFrame | None:
         st.warning(f"These results were run on other data ({sh.display_name(was_spec)}), not on the data "
                    "loaded now: run again for it.")
     else:
-        changed = changed_settings(was_run, run, tuple(f.name for f in fields(RunSettings) if f.name not in used))
+        # ``sidebar_router``: the router settings reach these runs through the sidebar router's
+        # method only, so one it does not read (c beside the contextual router) is no change
+        was, now = (was_run.reaching((was_run.mode,)), run.reaching((run.mode,))) if sidebar_router else (was_run, run)
+        changed = changed_settings(was, now, tuple(f.name for f in fields(RunSettings) if f.name not in used))
         if changed:
             st.warning(f"These results were run before the settings changed ({'; '.join(changed)}): run again "
                        "for the settings in use.")
@@ -185,7 +188,7 @@ with tab_cmp:
                                  feedback_rates=(run.feedback_rate,), feedback=tuple(fb_models))
         if rows is not None:
             keep_rows("exp_rows", rows)
-    rows = kept_rows("exp_rows", ("alpha", "feedback_rate") + ROUTER_FIELDS)
+    rows = kept_rows("exp_rows", ("alpha", "feedback_rate") + ROUTER_FIELDS, sidebar_router=True)
     if rows is not None:
         agg = aggregate(rows)
         with st.container(border=True, key="exp_story"):
@@ -263,7 +266,7 @@ with tab_rate:
                                  feedback_rates=rates, alpha=alpha, feedback=tuple(r_fb))
         if rows is not None:
             keep_rows("rs_rows", rows)
-    rows = kept_rows("rs_rows", ("alpha",) + ROUTER_FIELDS)
+    rows = kept_rows("rs_rows", ("alpha",) + ROUTER_FIELDS, sidebar_router=True)
     if rows is not None:
         agg = aggregate(rows)
         sweep_section(sweep_charts(agg, "feedback_rate", "feedback rate", models=data.models), "rs")

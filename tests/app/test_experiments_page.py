@@ -285,6 +285,14 @@ def test_results_run_under_other_settings_or_data_say_so(tmp_path):
     at.number_input(key="w_tick").set_value(150).run()
     at.switch_page(PAGE).run()
     assert not stale_warnings(at)
+    # c is the paper's rule's: the sidebar's contextual router does not read it, the fixed-V sweep does
+    at.switch_page("pages/live_run.py").run()
+    at.number_input(key="w_c").set_value(0.3).run()
+    at.switch_page(PAGE).run()
+    assert stale_warnings(at) == ["These results were run before the settings changed (c 0.1 -> 0.3): run "
+                                  "again for the settings in use."]
+    at.button(key="w_vs_run").click().run()
+    assert not stale_warnings(at)
     # the sidebar router's at-risk test reaches the comparison's "mine", not the fixed-V sweep
     at.switch_page("pages/live_run.py").run()
     at.sidebar.number_input(key="w_warnz").set_value(1.0).run()
