@@ -230,6 +230,11 @@ def test_the_experiments_page_s_method_carries_the_warning_settings_to_its_route
     assert slarouter_configs(0.7, 0.2, 1, paper).router.mode == "paper"
 
 
+#: a new value for each router setting (ROUTER_FIELDS but the mode)
+ROUTER_CHANGES = {"c": 0.3, "fixed_v": True, "V": 2e-5, "q_max": 10.0, "eps": 0.01, "stated_levels": (0.5, 0.6, 0.7),
+                  "warn_z": 1.0, "warn_after": 64}
+
+
 def test_router_fields_are_exactly_the_settings_that_reach_a_router():
     """What the Experiments page checks its kept results against: a setting outside
     ROUTER_FIELDS moves no router's config, each one inside moves some router's, and a new
@@ -241,8 +246,7 @@ def test_router_fields_are_exactly_the_settings_that_reach_a_router():
 
     others = {"alpha": 0.7, "feedback_rate": 0.5, "seed": 3, "per_tick": 50, "feedback_model": "bursty",
               "routers": ("paper",), "judge": "acpbench", "judge_budget": 0.5, "judge_cost": 1.0}
-    mine = {"c": 0.3, "fixed_v": True, "V": 2e-5, "q_max": 10.0, "eps": 0.01, "stated_levels": (0.5, 0.6, 0.7),
-            "warn_z": 1.0, "warn_after": 64}
+    mine = ROUTER_CHANGES
     assert {f.name for f in fields(RunSettings)} == set(others) | set(ROUTER_FIELDS)
     assert set(mine) | {"mode"} == set(ROUTER_FIELDS)
     base = RunSettings(fixed_v=True)  # V reaches a router only when fixed, q_max and eps only when not
@@ -263,9 +267,7 @@ def test_a_run_depends_on_a_router_setting_exactly_when_one_of_its_routers_recei
     receives, and the other settings (alpha, the seed, the judge) always."""
     from dataclasses import replace
 
-    changes = {"c": 0.3, "fixed_v": True, "V": 2e-5, "q_max": 10.0, "eps": 0.01,
-               "stated_levels": (0.5, 0.6, 0.7), "warn_z": 1.0, "warn_after": 64,
-               "alpha": 0.7, "seed": 3, "judge": "acpbench"}
+    changes = {**ROUTER_CHANGES, "alpha": 0.7, "seed": 3, "judge": "acpbench"}
     for start in (RunSettings(routers=routers, mode=routers[0]),
                   RunSettings(routers=routers, mode=routers[0], fixed_v=True, warn_z=2.0)):
         for name, value in changes.items():
