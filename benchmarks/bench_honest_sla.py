@@ -432,6 +432,17 @@ def build_streams(scenarios, ablation: dict | None = None, stated_weight: float 
     return streams
 
 
+def report(rows: list[dict], args) -> None:
+    """One stream's rows and what the options ask of them."""
+    print_rows(rows)
+    if args.misses:
+        print_misses(rows)
+    if args.dearest:
+        print_dearest(rows, args.dearest)
+    if args.by_model:
+        print_by_model(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
@@ -457,6 +468,9 @@ def main(argv=None) -> int:
     ap.add_argument("--by-model", action="store_true",
                     help="after each table, the contextual mode's steps and cost per kind of step "
                          "(exploration, fallback, plan) and model")
+    ap.add_argument("--judge-only", action="store_true",
+                    help="only the rows with judge fill-in (the streams that have one; no break-even, "
+                         "which needs the rows without it)")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                     help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
                          "values read as JSON where they parse)")
@@ -485,30 +499,24 @@ def main(argv=None) -> int:
     print(f"seeds={args.seeds}{which} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, "
           f"defaults only{encoder}")
     streams = build_streams(args.scenarios, ablation, args.stated_weight)
-    plain_rows, judge_rows = [], []
+    judge_rows = []
+    if args.judge_only:
+        streams = [s for s in streams if s[3]]
+        if not streams:
+            ap.error("--judge-only: none of these scenarios has a judge row (demo and llama do)")
     for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, args.encoder)
-        settings = extra[0] if extra else (ablation or None)
-        modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
-        rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
-        print_rows(rows)
-        if args.misses:
-            print_misses(rows)
-        if args.dearest:
-            print_dearest(rows, args.dearest)
-        if args.by_model:
-            print_by_model(rows)
-        plain_rows += rows
+        rows = []
+        if not args.judge_only:
+            settings = extra[0] if extra else (ablation or None)
+            modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
+            rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
+            report(rows, args)
         if with_judge:
             jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs, ablation or None)
-            print_rows(jrows)
-            if args.misses:
-                print_misses(jrows)
-            if args.dearest:
-                print_dearest(jrows, args.dearest)
-            if args.by_model:
-                print_by_model(jrows)
-            judge_rows.append((rows, jrows))
+            report(jrows, args)
+            if rows:
+                judge_rows.append((rows, jrows))
     if judge_rows:
         print("\nJudge break-even: the price per call (as a multiple of the static mixture's cost per request) "
               "below which judge fill-in lowers the contextual router's cost\n")

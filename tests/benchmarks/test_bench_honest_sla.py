@@ -63,6 +63,23 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
     assert "its settings changed" in capsys.readouterr().out
 
 
+def test_judge_only_runs_the_judge_rows_alone_and_refuses_scenarios_without_one(bench, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--judge-only", "--seeds", "1", "--scenarios", "zoos"])
+    assert exit_.value.code == 2
+    assert "none of these scenarios has a judge row" in capsys.readouterr().err
+    fills = []
+    real = bench.one_run
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, fb, *rest:
+                        fills.append(fb.judge_fill is not None) or real(data, X, mode, alpha, seed, fb, *rest))
+    assert bench.main(["--judge-only", "--seeds", "1", "--scenarios", "demo", "zoos", "--modes", "contextual",
+                       "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert fills == [True]
+    assert "| demo (mixed) + judge | contextual |" in out and "| demo (mixed) | contextual |" not in out
+    assert "11-model zoo" not in out and "break-even" not in out
+
+
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
     # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
     # (no ending for the best model: as a mode without a write-off test reports)

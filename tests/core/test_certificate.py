@@ -465,14 +465,14 @@ def test_levels_by_regression_are_unbiased_never_worth_less_than_the_thumbs_and_
 
 
 def test_levels_by_regression_survive_a_checkpoint_and_an_older_one_reads_the_thumbs():
-    rng = np.random.default_rng(0)
-    pol = ContextualPolicy(ContextualConfig(regression_levels=True), alpha=0.8, n_models=2, dim=4, seed=0)
+    rng = np.random.default_rng(0)  # the judge's own levels off: this is about the regression's state
+    pol = ContextualPolicy(ContextualConfig(regression_levels=True, judge_levels=False), alpha=0.8, n_models=2, dim=4, seed=0)
     blind_steps(pol, 0, 0.7, 400, rng, HARSH)
     meta, arrays = pol.state_dict()
-    back = ContextualPolicy(ContextualConfig(regression_levels=True), alpha=0.8, n_models=2, dim=4, seed=0)
+    back = ContextualPolicy(ContextualConfig(regression_levels=True, judge_levels=False), alpha=0.8, n_models=2, dim=4, seed=0)
     back.load_state(meta, arrays)
     np.testing.assert_array_equal(back.blind_posterior()[0], pol.blind_posterior()[0])
-    old = ContextualPolicy(ContextualConfig(regression_levels=True), alpha=0.8, n_models=2, dim=4, seed=0)
+    old = ContextualPolicy(ContextualConfig(regression_levels=True, judge_levels=False), alpha=0.8, n_models=2, dim=4, seed=0)
     old.load_state(meta, {k: v for k, v in arrays.items() if not k.startswith("contextual.reg_")})
     np.testing.assert_allclose(old.blind_posterior()[0], old.level_mean(old.blind_pos, old.blind_cnt))
 

@@ -671,6 +671,131 @@ def test_a_checkpoint_keeps_the_judge_labels_count(tmp_path):
     assert b.policy.next_fit == r.policy.next_fit and b.policy.lab_n == r.policy.lab_n
 
 
+# -- judge_levels: each model's level read from the judge's verdicts, corrected by its error rates ---
+def _judged_blind_steps(levels, n, fpr, fnr, rate: float = 0.2, seed: int = 0, **kw):
+    """A contextual policy given ``n`` request-blind steps of each model (satisfied with
+    probability ``levels[m]``), a judge's verdict on every answer (error rates ``fpr[m]``,
+    ``fnr[m]`` on model m's answers) and thumbs on a share ``rate`` of them."""
+    from slarouter_core.policies.base import PolicyStep
+    from slarouter_core.policies.contextual import ContextualPolicy
+
+    rng = np.random.default_rng(seed)
+    M = len(levels)
+    pol = ContextualPolicy(ContextualConfig(**kw), alpha=0.7, n_models=M, dim=4, seed=0)
+    x = np.zeros(4, np.float32)
+    t = 0
+    for _ in range(n):
+        for m in range(M):
+            t += 1
+            y = float(rng.random() < levels[m])
+            verdict = float(rng.random() >= fnr[m]) if y else float(rng.random() < fpr[m])
+            step = PolicyStep(t=t, model=m, explored=True, p_explore=1.0, shat=np.full(M, 0.5), q=0.0,
+                              v=1.0, shat_served=0.5, blind=True)
+            pol.update(step, x, y if rng.random() < rate else None, judge=verdict)
+    return pol
+
+
+def test_judge_levels_read_a_biased_judges_verdicts_through_its_measured_error_rates():
+    """A judge that says yes to 30% of wrong answers and no to 15% of right ones reads
+    model 0 (50%) at 57.5% and model 1 (80%) at 74%; corrected by its error rates as the
+    thumbed answers measure them, the levels are within a few points of the truth. Such a
+    judge is worth fewer labels than the thumbs (its errors are measured on them); one
+    with the paper's ACPBench error rates is worth more, and the levels read whichever
+    says more."""
+    pol = _judged_blind_steps([0.5, 0.8], 6000, fpr=[0.3, 0.3], fnr=[0.15, 0.15], dr_levels=False, sla_window=20_000)
+    raw = pol.judge_v / pol.judge_n
+    level, eff = pol.judge_evidence()
+    assert np.all(np.abs(raw - [0.5, 0.8]) > 0.05), raw
+    assert np.all(np.abs(level - [0.5, 0.8]) < 0.05), level
+    assert np.all(eff < pol.blind_cnt), (eff, pol.blind_cnt)
+    good = _judged_blind_steps([0.5, 0.8], 1000, fpr=[0.066, 0.066], fnr=[0.049, 0.049], dr_levels=False)
+    good_level, good_eff = good.judge_evidence()
+    assert np.all(np.abs(good_level - [0.5, 0.8]) < 0.04) and np.all(good_eff > 1.5 * good.blind_cnt), (good_level, good_eff)
+    for p in (pol, good):
+        mean, _ = p.blind_posterior()
+        lv, ef = p.judge_evidence()
+        use = (ef > p.blind_cnt) & (ef >= p.config.min_labels)
+        assert use.any() == (p is good)
+        assert np.allclose(mean, p.level_mean(np.where(use, lv * ef, p.blind_pos), np.where(use, ef, p.blind_cnt)))
+
+
+def test_judge_levels_correct_each_models_own_error_rates_once_its_pairs_say_so():
+    """A judge that errs on one model's answers only (false positives on model 0's): the
+    pooled rates would read it far too high; its own thumbed answers correct it."""
+    pol = _judged_blind_steps([0.5, 0.8], 6000, fpr=[0.4, 0.02], fnr=[0.05, 0.05], dr_levels=False, sla_window=20_000)
+    level, _ = pol.judge_evidence()
+    assert abs(level[0] - 0.5) < 0.04 and abs(level[1] - 0.8) < 0.03, level
+
+
+def test_judge_levels_trust_the_thumbs_where_the_judge_says_little():
+    """A judge at chance (half its verdicts wrong) says nothing of the level: the levels are the thumbs'."""
+    pol = _judged_blind_steps([0.5, 0.8], 600, fpr=[0.5, 0.5], fnr=[0.5, 0.5], dr_levels=False)
+    _, eff = pol.judge_evidence()
+    assert not eff.any()
+    assert np.array_equal(pol.blind_evidence()[1], pol.blind_cnt)
+    off = _judged_blind_steps([0.5, 0.8], 600, fpr=[0.3, 0.3], fnr=[0.05, 0.05], dr_levels=False, judge_levels=False)
+    assert np.array_equal(off.blind_evidence()[1], off.blind_cnt)  # switched off: the thumbs alone
+
+
+def test_judge_levels_find_the_best_model_sooner_with_a_judge():
+    """With a judge reading every answer, the fallback serves the best model (92% and 82%,
+    against the next one's 75% and 65%, alpha 83%) on more of a stream's first half, and the
+    stream is satisfied more often, than when the levels read the judge only through the
+    doubly-robust values (same seeds, same verdicts)."""
+    from slarouter_core.judge import ACPBENCH_JUDGE
+
+    data, X = zoo(800, acc_easy=(0.3, 0.75, 0.92), acc_hard=(0.2, 0.65, 0.82), cost=(1.0, 3.0, 10.0), seed=5)
+    share, sat = {}, {}
+    for on in (True, False):
+        runs = []
+        for seed in range(6):
+            sim = Simulation(data, X, SimulationConfig(contextual(0.83, judge_levels=on), seed=seed, feedback_rate=0.2,
+                                                       feedback=FeedbackConfig(judge_fill=ACPBENCH_JUDGE)))
+            sim.step(800)
+            a = sim.arrays()
+            runs.append((float(np.mean(a["model"][:400] == 2)), float(a["satisfied"].mean())))
+        share[on], sat[on] = np.mean(runs, axis=0)
+    assert share[True] > share[False] + 0.08 and sat[True] > sat[False], (share, sat)
+
+
+def test_judge_levels_change_nothing_without_a_judge():
+    data, X = zoo(600, acc_easy=(0.9, 0.95), acc_hard=(0.15, 0.9), cost=(1.0, 10.0), seed=2)
+    runs = []
+    for on in (True, False):
+        sim = Simulation(data, X, SimulationConfig(contextual(0.85, judge_levels=on), seed=1, feedback_rate=0.2))
+        sim.step(600)
+        runs.append(sim.arrays())
+    for k in ("model", "s_used", "q"):
+        assert np.array_equal(runs[0][k], runs[1][k])
+
+
+def test_judge_levels_survive_a_checkpoint_and_an_older_one_loads_without_them(tmp_path):
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    sim, _ = _judged_run(True)
+    sim.step(400)
+    r = sim.router
+    pol = r.policy
+    assert pol.judge_n.any() and pol.pair_tp.any()
+    path = r.save(tmp_path / "jl.safetensors")
+    back = SLARouter.load(path).policy
+    for k in pol._BLIND_JUDGE:
+        assert np.array_equal(getattr(back, k), getattr(pol, k)), k
+    with safe_open(str(path), framework="numpy") as fh:
+        meta = fh.metadata()
+    arrays = load_file(str(path))
+    older = {k: v for k, v in arrays.items() if not k.split(".")[-1] in pol._BLIND_JUDGE}
+    save_file(older, str(tmp_path / "old.safetensors"), metadata=meta)
+    old = SLARouter.load(tmp_path / "old.safetensors").policy
+    assert not any(getattr(old, k).any() for k in pol._BLIND_JUDGE)
+    arrays = dict(arrays)
+    arrays[next(k for k in arrays if k.endswith("contextual.judge_n"))] = -np.ones(pol.M)
+    save_file(arrays, str(tmp_path / "bad.safetensors"), metadata=meta)
+    with pytest.raises(ValueError, match="judge_n"):
+        SLARouter.load(tmp_path / "bad.safetensors")
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(2, 4), st.floats(0.0, 1.0), st.integers(0, 10_000))
 def test_price_reaches_the_target_when_it_can(n, M, tau, seed):
