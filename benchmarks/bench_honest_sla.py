@@ -11,6 +11,8 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual   # zoos no default was chosen on
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual --dearest 3   # where the cost went
     python benchmarks/bench_honest_sla.py --scenarios unseen --modes contextual --by-model   # steps and cost per kind and model
+    python benchmarks/bench_honest_sla.py --scenarios demo llama --judge-only   # the judge rows alone
+    python benchmarks/bench_honest_sla.py --scenarios unseen --judge-only --judge-all   # a judge on zoos too
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
 seeded streams (feedback rate 0.2, midpoint alpha unless said otherwise, default settings,
@@ -35,7 +37,9 @@ no per-dataset tuning):
 * judge rows (``+ judge``): the same streams with judge fill-in (an ACPBench-grade judge,
   ``FeedbackConfig(judge_fill=...)``): users' thumbs where they gave them, the judge's
   verdict on every other answer and on the thumbed ones (the calibration pairs). A judge
-  call costs the zoo's cheapest model's mean cost per request, counted in the cost.
+  call costs the zoo's cheapest model's mean cost per request, counted in the cost. The
+  issue's streams (demo, llama) have one; ``--judge-all`` gives every stream one, and
+  ``--judge-only`` runs the judge rows alone (no break-even, which needs both).
 
 Columns: "met" = whole-stream satisfaction >= alpha in at least 18 of 20 seeds; cost is
 the mean cost per request (judge calls included) over the static mixture's (the cheapest
@@ -471,6 +475,8 @@ def main(argv=None) -> int:
     ap.add_argument("--judge-only", action="store_true",
                     help="only the rows with judge fill-in (the streams that have one; no break-even, "
                          "which needs the rows without it)")
+    ap.add_argument("--judge-all", action="store_true",
+                    help="a judge row for every stream, not only the issue's (demo and llama)")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                     help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
                          "values read as JSON where they parse)")
@@ -500,6 +506,8 @@ def main(argv=None) -> int:
           f"defaults only{encoder}")
     streams = build_streams(args.scenarios, ablation, args.stated_weight)
     judge_rows = []
+    if args.judge_all:
+        streams = [(name, data, alpha, True, *extra) for name, data, alpha, _, *extra in streams]
     if args.judge_only:
         streams = [s for s in streams if s[3]]
         if not streams:
@@ -507,13 +515,13 @@ def main(argv=None) -> int:
     for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, args.encoder)
         rows = []
+        settings = extra[0] if extra else (ablation or None)
+        modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         if not args.judge_only:
-            settings = extra[0] if extra else (ablation or None)
-            modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
             rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
             report(rows, args)
         if with_judge:
-            jrows = run(name, data, X, alpha, seeds, args.modes, True, args.jobs, ablation or None)
+            jrows = run(name, data, X, alpha, seeds, modes, True, args.jobs, settings)
             report(jrows, args)
             if rows:
                 judge_rows.append((rows, jrows))

@@ -63,7 +63,7 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
     assert "its settings changed" in capsys.readouterr().out
 
 
-def test_judge_only_runs_the_judge_rows_alone_and_refuses_scenarios_without_one(bench, capsys, monkeypatch):
+def test_judge_only_runs_the_judge_rows_alone_and_judge_all_gives_every_stream_one(bench, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_:
         bench.main(["--judge-only", "--seeds", "1", "--scenarios", "zoos"])
     assert exit_.value.code == 2
@@ -78,6 +78,12 @@ def test_judge_only_runs_the_judge_rows_alone_and_refuses_scenarios_without_one(
     assert fills == [True]
     assert "| demo (mixed) + judge | contextual |" in out and "| demo (mixed) | contextual |" not in out
     assert "11-model zoo" not in out and "break-even" not in out
+    fills.clear()
+    assert bench.main(["--judge-only", "--judge-all", "--seeds", "1", "--scenarios", "zoos", "--modes", "contextual",
+                       "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert fills == [True, True]
+    assert "| 11-model zoo 0 + judge | contextual |" in out and "| 11-model zoo 2 + judge | contextual |" in out
 
 
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
