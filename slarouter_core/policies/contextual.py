@@ -567,9 +567,9 @@ class ContextualPolicy(Policy):
         worth five answers) until the thumbs say otherwise. Its variance counts the
         verdicts' noise and the error rates' own uncertainty (delta method). Unlike the
         calibration the estimate uses (:class:`.Certificate`), it reads the verdicts from
-        the first request on: with a judge on every answer at feedback rate 0.2 a model's
-        level is known about four times sooner, which is what the fallback needs while it
-        is still finding the best model. Only the levels: the estimate and its bound never
+        the first request on: with a judge as good as the paper's on every answer at
+        feedback rate 0.2, a model's verdicts are worth about twice its thumbs (tested),
+        which is what the fallback needs while it is still finding the best model. Only the levels: the estimate and its bound never
         read it."""
         a0, b0 = JUDGE_ERROR_PRIOR
         pos_n, neg_n = self.pair_tp + self.pair_fn, self.pair_fp + self.pair_tn
