@@ -55,6 +55,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_honest_sla import COST_GOALS  # noqa: E402
 
 from slarouter_core.baselines import oracle_lp, static_mixture_lp  # noqa: E402
 from slarouter_core.data import midpoint_alpha  # noqa: E402
@@ -71,8 +74,9 @@ from slarouter_core.synthetic import demo_difficulty  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
-#: issue 19's goals (cost / static mixture): thumbs only, with judge fill-in
-GOALS = {"demo (mixed)": (1.1, 1.0), "llama-3, 8 mixed": (1.3, 1.15)}
+#: issue 19's goals (cost / static mixture): thumbs only, with judge fill-in (bench_honest_sla's)
+GOALS = {name: (dict(COST_GOALS)[name], dict(COST_GOALS)[name + " + judge"])
+         for name in ("demo (mixed)", "llama-3, 8 mixed")}
 
 
 def context_accuracy(solved: np.ndarray, context: np.ndarray) -> np.ndarray:

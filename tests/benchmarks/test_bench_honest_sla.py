@@ -35,6 +35,7 @@ def test_the_encoder_named_is_the_one_the_router_reads(bench, capsys, monkeypatc
     assert used == ["hashing:64"]
     assert "encoder hashing:64" in out.splitlines()[0]
     assert "| demo (mixed) | contextual |" in out and "| demo (mixed) + judge | contextual |" in out
+    assert "| meets alpha at <= 1.10x | demo (mixed) |" in out  # the goals close the run
 
 
 def test_first_seed_runs_the_seeds_it_names(bench, capsys, monkeypatch):
@@ -312,3 +313,43 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
                        "--by-model"]) == 0
     assert "steps by kind" not in capsys.readouterr().out
+
+
+def _row(scenario, mode="contextual", met=20, n=20, cost=1.0, best_cost=2.0, missed=0, warned=0, cleared=10,
+         silent=0):
+    """A finished row as ``run`` makes it, with the fields the scorecard reads."""
+    return dict(scenario=scenario, mode=mode, met=met, n=n, cost=cost, unit=np.array([0.5, best_cost]),
+                best_index=1, missed=missed, warned=warned, cleared=cleared, silent=silent)
+
+
+def test_the_scorecard_holds_each_goal_to_its_stream_and_says_which_part_fails(bench):
+    rows = [_row("demo (mixed)", cost=1.05), _row("demo (mixed)", mode="guarded", cost=0.5),
+            _row("demo (mixed) + judge", cost=1.2), _row("llama-3, 8 mixed", met=17, cost=1.2, missed=3),
+            _row("llama-3, 8 mixed + judge", met=17, cost=1.5, missed=3),
+            _row("unseen 4-model zoo 0", met=16, cost=1.0, missed=4, warned=4),
+            _row("unseen 4-model zoo 1", cost=1.3, cleared=20, silent=1),
+            _row("unseen 11-model zoo 0 (priciest not best; alpha between its best two)", met=5, missed=15,
+                 warned=10, cleared=0)]
+    card = {(goal, stream.split(" (the")[0]): (measured, against_best, status)
+            for goal, stream, measured, against_best, status in bench.scorecard(rows)}
+    assert card[("meets alpha at <= 1.10x", "demo (mixed)")] == ("20/20 at 1.05x", "0.53x", "met")
+    assert card[("meets alpha at <= 1.00x", "demo (mixed) + judge")][2] == "not met: cost"
+    assert card[("meets alpha at <= 1.30x", "llama-3, 8 mixed")][2] == "not met: alpha"
+    assert card[("meets alpha at <= 1.15x", "llama-3, 8 mixed + judge")][2] == "not met: alpha and cost"
+    # one 4-model zoo is the goal: the one that meets alpha, though dearer than the other
+    assert card[("meets alpha at <= 1.10x on a 4-model zoo", "unseen 4-model zoo 1")] == (
+        "20/20 at 1.30x", "0.65x", "not met: cost")
+    assert not any("11-model zoo 0" == stream for _, stream in card)  # not run: no row
+    # the warning goals pool the unseen zoos: 14 of 19 misses warned, 1 silent of 30 cleared
+    assert card[("every missed seed warned before half its stream", "the 3 unseen zoos")] == ("14/19", "–", "not met")
+    silent = card[("silent misses <= 5% of the runs whose bound cleared alpha", "the 3 unseen zoos")]
+    assert silent == ("1/30 (3.3%)", "–", "met")
+
+
+def test_the_scorecard_reads_only_the_contextual_rows(bench, capsys):
+    assert bench.scorecard([_row("demo (mixed)", mode="guarded")]) == []
+    bench.print_scorecard([_row("demo (mixed)", mode="guarded")])
+    assert capsys.readouterr().out == ""
+    bench.print_scorecard([_row("11-model zoo 2", cost=1.6)])
+    out = capsys.readouterr().out
+    assert "| meets alpha at <= 1.50x | 11-model zoo 2 | 20/20 at 1.60x | 0.80x | not met: cost |" in out
