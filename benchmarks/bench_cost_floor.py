@@ -75,8 +75,7 @@ from slarouter_core.synthetic import demo_difficulty  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "messplus_llama3"
 #: issue 19's goals (cost / static mixture): thumbs only, with judge fill-in (bench_honest_sla's)
-GOALS = {name: (dict(COST_GOALS)[name], dict(COST_GOALS)[name + " + judge"])
-         for name in ("demo (mixed)", "llama-3, 8 mixed")}
+GOALS = {name: (COST_GOALS[name], COST_GOALS[name + " + judge"]) for name in ("demo (mixed)", "llama-3, 8 mixed")}
 
 
 def context_accuracy(solved: np.ndarray, context: np.ndarray) -> np.ndarray:

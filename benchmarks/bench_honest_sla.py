@@ -117,10 +117,10 @@ DEFAULT_SCENARIOS = SCENARIOS[:-1]
 #: issue 19's cost goals (cost / static mixture, judge calls included) for the contextual
 #: mode: each stream's row name and the most it may cost where it meets alpha. The
 #: 4-model zoo goal is met by any one unseen 4-model zoo ("met on a 4-model zoo")
-COST_GOALS: tuple[tuple[str, float], ...] = (
-    ("demo (mixed)", 1.1), ("demo (mixed) + judge", 1.0),
-    ("llama-3, 8 mixed", 1.3), ("llama-3, 8 mixed + judge", 1.15),
-    ("11-model zoo 0", 1.5), ("11-model zoo 2", 1.5))
+COST_GOALS: dict[str, float] = {
+    "demo (mixed)": 1.1, "demo (mixed) + judge": 1.0,
+    "llama-3, 8 mixed": 1.3, "llama-3, 8 mixed + judge": 1.15,
+    "11-model zoo 0": 1.5, "11-model zoo 2": 1.5}
 FOUR_MODEL_GOAL = ("unseen 4-model zoo", 1.1)
 #: the warning goals over the unseen zoos: every missed seed warned before half its
 #: stream, and silent misses at most this share of the runs whose own bound cleared alpha
@@ -399,24 +399,23 @@ def scorecard(rows: list[dict]) -> list[tuple[str, str, str, str, str]]:
     out = []
 
     def cost_row(goal: str, r: dict, limit: float, note: str = "") -> tuple:
-        met = r["met"] >= seeds_needed(r["n"])
-        cheap = r["cost"] <= limit + 1e-9
-        status = "met" if met and cheap else "not met: " + (
-            "alpha and cost" if not (met or cheap) else "alpha" if not met else "cost")
+        fails = [part for part, ok in (("alpha", r["met"] >= seeds_needed(r["n"])),
+                                       ("cost", r["cost"] <= limit + 1e-9)) if not ok]
+        status = "not met: " + " and ".join(fails) if fails else "met"
         best = r["unit"][r["best_index"]]
         return (goal, r["scenario"] + note, f"{r['met']}/{r['n']} at {r['cost']:.2f}x", f"{r['cost'] / best:.2f}x",
                 status)
 
-    for name, limit in COST_GOALS:
+    for name, limit in COST_GOALS.items():
         if name in ctx:
             out.append(cost_row(f"meets alpha at <= {limit:.2f}x", ctx[name], limit))
+    unseen = [r for name, r in ctx.items() if name.startswith("unseen") and "+" not in name]
     prefix, limit = FOUR_MODEL_GOAL
-    four = [r for name, r in ctx.items() if name.startswith(prefix) and "+" not in name]
+    four = [r for r in unseen if r["scenario"].startswith(prefix)]
     if four:  # the goal asks for one such zoo: the one that comes closest
         r = min(four, key=lambda r: (r["met"] < seeds_needed(r["n"]), r["cost"]))
         out.append(cost_row(f"meets alpha at <= {limit:.2f}x on a 4-model zoo", r, limit,
                             f" (the closest of {len(four)})" if len(four) > 1 else ""))
-    unseen = [r for name, r in ctx.items() if name.startswith("unseen") and "+" not in name]
     if unseen:
         missed = sum(r["missed"] for r in unseen)
         warned = sum(r["warned"] for r in unseen)
