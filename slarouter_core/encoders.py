@@ -7,10 +7,18 @@ Encoders are named by a spec string:
 * ``hf:<id or local path>``: any Hugging Face encoder (e.g. the paper's
   ``answerdotai/ModernBERT-base``) that is on disk or in the local HF cache.
 * ``hashing`` or ``hashing:<dim>``: scikit-learn feature hashing; instant, no weights.
+
+A transformer spec may end in ``+layers=<i,j,...>`` (e.g. ``minilm+layers=2,4,6``): the
+vector is then the normalised sum of those layers' mean-pooled, normalised hidden states
+(0 is the embedding output, the model's last layer its final one) instead of the last
+layer's alone. Same width, same speed; the middle layers keep more of a prompt's surface
+form, which on the demo and Llama-3 data routes better than the last layer alone
+(docs/RESULTS.md, "Several layers of the same MiniLM").
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import warnings
@@ -26,6 +34,11 @@ DEFAULT_ENCODER = "minilm"
 #: on two cores met the 10 ms single-client budget where one thread did not
 #: (benchmarks/bench_service.py, README "Routing real traffic")
 DEFAULT_ENCODER_THREADS = min(2, os.cpu_count() or 1)
+#: the suffix of a transformer spec that pools several layers
+LAYERS_TAG = "+layers="
+#: the packaged MiniLM with its layers 2, 4 and 6 pooled (the opt-in of RESULTS' "Several
+#: layers of the same MiniLM"); the dashboard offers it by name
+MINILM_LAYERS = "minilm+layers=2,4,6"
 
 
 class EncoderUnavailableError(RuntimeError):
@@ -82,9 +95,11 @@ class TransformerEncoder:
     """Mean-pooled, L2-normalised hidden states of a frozen ``transformers`` encoder."""
 
     def __init__(self, source: str, spec: str, max_batch_tokens: int = 2048, max_length: int = 256,
-                 allow_download: bool = False, traced: bool = False):
+                 allow_download: bool = False, traced: bool = False, layers: tuple[int, ...] | None = None):
         self.spec = spec
         self.source = source
+        #: the hidden layers pooled (None: the last one, as sentence-transformers does)
+        self.layers = layers
         self.max_batch_tokens = max_batch_tokens
         self.max_length = max_length
         try:
@@ -106,6 +121,11 @@ class TransformerEncoder:
             ) from None
         self.model.eval()
         self.dim = int(getattr(self.model.config, "hidden_size"))
+        depth = int(getattr(self.model.config, "num_hidden_layers", 0))
+        if layers is not None and max(layers) > depth:
+            raise EncoderUnavailableError(
+                f"Encoder {spec!r}: {source!r} has layers 0-{depth} (0 is the embedding output); "
+                f"{', '.join(str(i) for i in layers if i > depth)} is not one of them.")
         #: the TorchScript forward when ``traced`` (None: eager, or tracing was not possible)
         self.traced_forward = self._trace() if traced else None
         #: why tracing fell back to the eager model, if it did
@@ -127,11 +147,12 @@ class TransformerEncoder:
                 # the tracer warns about shape checks it bakes in; the probe check below and
                 # the tests (any length, any batch) are what vouch for the trace
                 warnings.simplefilter("ignore")
-                traced = torch.jit.trace(self.model, (probe["input_ids"], probe["attention_mask"]), strict=False)
+                forward = LayerForward(self.model, self.layers).eval()
+                traced = torch.jit.trace(forward, (probe["input_ids"], probe["attention_mask"]), strict=False)
                 frozen = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
-                eager = self.model(input_ids=probe["input_ids"], attention_mask=probe["attention_mask"])
+                eager = forward(probe["input_ids"], probe["attention_mask"])
                 got = _hidden(frozen(probe["input_ids"], probe["attention_mask"]))
-                if float((got - eager.last_hidden_state).abs().max()) > 1e-4:
+                if float((got - eager).abs().max()) > 1e-4:
                     raise RuntimeError("the traced model's output differs from the eager model's")
             return frozen
         except Exception as exc:  # noqa: BLE001 - any tracing failure means: stay eager
@@ -180,11 +201,12 @@ class TransformerEncoder:
                 batch = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt")
                 if self.traced_forward is not None:
                     hidden = _hidden(self.traced_forward(batch["input_ids"], batch["attention_mask"]))
-                else:
+                elif self.layers is None:
                     hidden = self.model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                out[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().numpy()
+                else:
+                    states = self.model(**batch, output_hidden_states=True).hidden_states
+                    hidden = torch.stack([states[i] for i in self.layers])
+                out[idx] = _pool(hidden, batch["attention_mask"]).float().numpy()
                 done = stop
                 if progress:
                     progress(done, len(texts))
@@ -192,8 +214,51 @@ class TransformerEncoder:
 
 
 def _hidden(out):
-    """The last hidden state from a traced forward's output (a dict or a tuple)."""
-    return out["last_hidden_state"] if isinstance(out, dict) else out[0]
+    """The hidden states from a per-request forward's output (a tensor, a dict or a tuple)."""
+    if isinstance(out, dict):
+        return out["last_hidden_state"]
+    return out if hasattr(out, "shape") else out[0]
+
+
+def _pool(hidden, attention_mask):
+    """Mean over each text's tokens, L2-normalised. ``hidden`` is (texts, tokens, width), or
+    (layers, texts, tokens, width) for several layers: each layer is pooled and normalised
+    first, so that no layer outweighs the others by its scale, then their sum is normalised."""
+    import torch
+
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(-2) / mask.sum(-2).clamp(min=1.0)
+    if pooled.dim() == 3:
+        pooled = torch.nn.functional.normalize(pooled, dim=-1).sum(0)
+    return torch.nn.functional.normalize(pooled, dim=-1)
+
+
+@functools.cache
+def _layer_forward_class():
+    import torch
+
+    class _LayerForward(torch.nn.Module):
+        def __init__(self, model, layers: tuple[int, ...] | None):
+            super().__init__()
+            self.model = model
+            self.layers = layers
+
+        def forward(self, input_ids, attention_mask):
+            if self.layers is None:
+                return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            states = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                output_hidden_states=True).hidden_states
+            return torch.stack([states[i] for i in self.layers])
+
+    return _LayerForward
+
+
+def LayerForward(model, layers: tuple[int, ...] | None = None):
+    """``forward(input_ids, attention_mask)`` returning the hidden states :func:`_pool`
+    takes: the module that is traced (TorchScript) or exported (ONNX) for the per-request
+    path, so both pool the same layers as the eager batch path. (A factory, so that
+    importing this module does not import torch.)"""
+    return _layer_forward_class()(model, layers)
 
 
 def minilm_path() -> Path:
@@ -218,12 +283,35 @@ def _hashing_dim(spec: str) -> int:
     return dim
 
 
+def split_layers(spec: str) -> tuple[str, tuple[int, ...] | None]:
+    """``(base spec, layers)`` of a spec: ``"minilm+layers=4,2"`` is ``("minilm", (2, 4))``;
+    a spec without the suffix has ``None``. EncoderUnavailableError for a bad list."""
+    if LAYERS_TAG not in spec:
+        return spec, None
+    base, tail = spec.rsplit(LAYERS_TAG, 1)
+    try:
+        layers = tuple(int(x) for x in tail.split(","))
+    except ValueError:
+        layers = ()
+    if LAYERS_TAG in base or not layers or min(layers) < 0 or len(set(layers)) != len(layers) or len(layers) > 64:
+        raise EncoderUnavailableError(
+            f"Bad layer list {tail[:40]!r} in {spec[:80]!r}: give one list of distinct layer numbers, e.g. "
+            f"'{DEFAULT_ENCODER}{LAYERS_TAG}2,4,6' (0 is the embedding output).")
+    if base.strip() == "hashing" or base.strip().startswith("hashing:"):
+        raise EncoderUnavailableError(f"{spec[:80]!r}: layers are for transformer encoders, not 'hashing'.")
+    return base.strip(), tuple(sorted(layers))
+
+
 def check_encoder_spec(spec: str) -> str:
-    """The spec, stripped, if it names an encoder at all (whether its weights are on disk is
-    :func:`get_encoder`'s question); an EncoderUnavailableError saying why not otherwise.
-    Separate so that a shared link's ``enc=zzz`` is refused where links are read."""
+    """The spec, stripped (a layer list sorted), if it names an encoder at all (whether its
+    weights are on disk, and the layers in it, is :func:`get_encoder`'s question); an
+    EncoderUnavailableError saying why not otherwise. Separate so that a shared link's
+    ``enc=zzz`` is refused where links are read."""
     if not isinstance(spec, str) or not spec.strip():
         raise EncoderUnavailableError("Encoder name is empty: use 'minilm', 'hashing' or 'hf:<id or path>'.")
+    base, layers = split_layers(spec.strip())
+    if layers is not None:
+        return check_encoder_spec(base) + LAYERS_TAG + ",".join(str(i) for i in layers)
     spec = spec.strip()
     if spec == "minilm":
         return spec
@@ -235,7 +323,8 @@ def check_encoder_spec(spec: str) -> str:
             raise EncoderUnavailableError("'hf:' needs a model id or a local path, e.g. hf:answerdotai/ModernBERT-base.")
         return spec
     shown = spec if len(spec) <= 40 else spec[:40] + f"... ({len(spec)} characters)"
-    raise EncoderUnavailableError(f"Unknown encoder {shown!r}: use 'minilm', 'hashing[:dim]' or 'hf:<id or path>'.")
+    raise EncoderUnavailableError(f"Unknown encoder {shown!r}: use 'minilm', 'hashing[:dim]' or 'hf:<id or path>' "
+                                  f"(either transformer with '{LAYERS_TAG}<i,j,...>' to pool several layers).")
 
 
 def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, traced: bool = False) -> TextEncoder:
@@ -243,8 +332,10 @@ def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, trace
     transformer encoders as a frozen TorchScript trace (the routing service's per-request
     path; batch embedding stays eager so that cached vectors are bit-stable)."""
     spec = check_encoder_spec(spec)
-    if spec == "minilm":
-        return TransformerEncoder(str(minilm_path()), spec="minilm", traced=traced)
-    if spec.startswith("hashing"):
-        return HashingEncoder(_hashing_dim(spec))
-    return TransformerEncoder(spec[3:].strip(), spec=spec, allow_download=allow_download, traced=traced)
+    base, layers = split_layers(spec)
+    if base == "minilm":
+        return TransformerEncoder(str(minilm_path()), spec=spec, traced=traced, layers=layers)
+    if base.startswith("hashing"):
+        return HashingEncoder(_hashing_dim(base))
+    return TransformerEncoder(base[3:].strip(), spec=spec, allow_download=allow_download, traced=traced,
+                              layers=layers)

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
-from ..encoders import EncoderUnavailableError, check_encoder_spec
+from ..encoders import MINILM_LAYERS, EncoderUnavailableError, check_encoder_spec
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
 from ..policies.contextual import ContextualConfig
@@ -22,7 +22,7 @@ from ..router import RouterConfig
 from ..simulator import DEFAULT_FEEDBACK_RATE, SimulationConfig
 from ..validation import Alpha, Bool, Checked, Choice, Int, Levels, Range, check_number, declared_rules, param
 
-ENCODER_CHOICES = ("minilm", "hashing")
+ENCODER_CHOICES = ("minilm", MINILM_LAYERS, "hashing")
 #: one set of limits for the URL and the widgets, (lowest, highest) per setting: a shared
 #: link with a value outside them is clamped to the nearest limit, with a message
 LIMITS: dict[str, tuple[float, float]] = {

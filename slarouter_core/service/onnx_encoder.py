@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders import TextEncoder, TransformerEncoder, default_cache_dir, get_encoder
+from ..encoders import LayerForward, TextEncoder, TransformerEncoder, default_cache_dir, get_encoder
 from ..validation import check_choice
 
 log = logging.getLogger("slarouter.service")
@@ -29,8 +29,9 @@ RUNTIMES = ("onnx", "torchscript", "eager")
 
 
 class OnnxForward:
-    """``forward(input_ids, attention_mask) -> (last_hidden_state,)`` on an ORT session,
-    the same call shape as the TorchScript trace it replaces."""
+    """``forward(input_ids, attention_mask) -> (hidden,)`` on an ORT session, the same call
+    shape as the TorchScript trace it replaces (``hidden``: the last layer's states, or the
+    pooled layers' stacked for a ``+layers=`` spec)."""
 
     def __init__(self, path: Path, threads: int = 1):
         import onnxruntime as ort
@@ -58,24 +59,18 @@ def export_onnx(enc: TransformerEncoder, path: Path) -> Path:
     """Export ``enc``'s forward to ``path`` (atomically: a temporary file, then a rename)."""
     import torch
 
-    class Forward(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
     probe = enc.tokenizer(["a short probe text to export the encoder", "two"], padding=True, return_tensors="pt")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     axes = {0: "batch", 1: "tokens"}
+    # several layers come out stacked in front: (layers, batch, tokens, width)
+    out_axes = axes if enc.layers is None else {1: "batch", 2: "tokens"}
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings; the cosine check vouches for the graph
-            torch.onnx.export(Forward(enc.model).eval(), (probe["input_ids"], probe["attention_mask"]), str(tmp),
-                              input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
-                              dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
+            torch.onnx.export(LayerForward(enc.model, enc.layers).eval(), (probe["input_ids"], probe["attention_mask"]),
+                              str(tmp), input_names=["input_ids", "attention_mask"], output_names=["hidden"],
+                              dynamic_axes={"input_ids": axes, "attention_mask": axes, "hidden": out_axes},
                               opset_version=OPSET, dynamo=False)
         os.replace(tmp, path)
     finally:

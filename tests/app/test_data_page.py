@@ -233,6 +233,9 @@ def test_encoder_choice_and_embedding_progress():
     assert at.session_state.data_spec.encoder == "hashing"
     at.button(key="w_embed").click().run()
     assert "3,000 embeddings" in " ".join(s.value for s in at.success)
+    at.radio(key="w_encoder").set_value("minilm+layers=2,4,6").run()
+    assert at.session_state.data_spec.encoder == "minilm+layers=2,4,6"
+    assert "encoder: minilm+layers=2,4,6" in at.markdown[0].value
 
 
 def test_an_encoder_that_is_not_on_disk_is_refused_on_the_data_page_with_the_reason():

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from slarouter_core.encoders import EncoderUnavailableError, get_encoder
+from slarouter_core.encoders import EncoderUnavailableError, check_encoder_spec, get_encoder, split_layers
 
 TEXTS = ["the cat sat on the mat", "a cat is sitting on a mat", "quarterly tax filing deadline", "the cat sat on the mat"]
 
@@ -74,3 +74,44 @@ def test_a_model_that_does_not_trace_stays_eager(monkeypatch):
     assert enc.traced_forward is None and "unsupported op" in enc.trace_problem
     assert enc.encode(["still works"]).shape == (1, 384)
 
+
+
+@pytest.mark.parametrize("spec, canonical", [("minilm+layers=6,2,4", "minilm+layers=2,4,6"),
+                                             (" hf:org/model+layers=3 ", "hf:org/model+layers=3")])
+def test_a_layer_list_is_read_and_written_one_way(spec, canonical):
+    assert check_encoder_spec(spec) == canonical
+    assert split_layers(canonical)[1] == tuple(sorted(int(x) for x in canonical.rsplit("=", 1)[1].split(",")))
+
+
+@pytest.mark.parametrize("spec, why", [("minilm+layers=", "Bad layer list"), ("minilm+layers=2,2", "distinct"),
+                                       ("minilm+layers=-1", "Bad layer list"), ("minilm+layers=a", "Bad layer list"),
+                                       ("minilm+layers=1+layers=2", "one list"),
+                                       ("hashing+layers=1", "transformer encoders"),
+                                       ("word2vec+layers=1", "Unknown encoder"),
+                                       ("minilm+layers=7", "layers 0-6")])
+def test_a_bad_layer_list_is_refused_with_the_reason(spec, why):
+    with pytest.raises(EncoderUnavailableError, match=why):
+        get_encoder(spec)
+
+
+def test_pooled_layers_are_each_layers_mean_normalised_then_summed():
+    import torch
+
+    enc = get_encoder("minilm+layers=2,4,6")
+    assert enc.dim == 384 and enc.layers == (2, 4, 6)
+    X = enc.encode(TEXTS)
+    batch = enc.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        states = enc.model(**batch, output_hidden_states=True).hidden_states
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    want = sum(torch.nn.functional.normalize((states[i] * mask).sum(1) / mask.sum(1), dim=-1) for i in (2, 4, 6))
+    np.testing.assert_allclose(X, torch.nn.functional.normalize(want, dim=-1).numpy(), atol=1e-5)
+    # the last layer alone is the plain spec, and another layer set is another vector (and cache entry)
+    np.testing.assert_allclose(get_encoder("minilm+layers=6").encode(TEXTS), get_encoder("minilm").encode(TEXTS),
+                               atol=1e-6)
+    assert np.abs(X - get_encoder("minilm").encode(TEXTS)).max() > 0.05
+    assert len({enc.cache_id(), get_encoder("minilm").cache_id(), get_encoder("minilm+layers=2,4").cache_id()}) == 3
+    # the traced per-request path pools the same layers, one text at a time or batched
+    traced = get_encoder("minilm+layers=2,4,6", traced=True)
+    assert traced.traced_forward is not None
+    np.testing.assert_allclose(np.stack([traced.encode([t])[0] for t in TEXTS]), X, atol=1e-5)

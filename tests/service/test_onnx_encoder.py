@@ -54,3 +54,12 @@ def test_a_broken_export_falls_back_to_torch_and_says_why(tmp_path, onnx_enc):
 def test_non_transformer_encoders_are_returned_as_they_are():
     enc = service_encoder("hashing:32")
     assert enc.dim == 32 and getattr(enc, "runtime", None) is None
+
+
+def test_an_export_of_several_layers_pools_what_torch_pools(cache):
+    enc = service_encoder("minilm+layers=2,4,6", "onnx", cache_dir=cache)
+    assert enc.runtime == "onnx" and enc.trace_problem is None
+    assert onnx_path(enc, cache) != onnx_path(get_encoder("minilm"), cache)  # its own file, not the last layer's
+    ref = get_encoder("minilm+layers=2,4,6")
+    for batch in (TEXTS, TEXTS[:1]):
+        assert float(np.sum(enc.encode(batch) * ref.encode(batch), axis=1).min()) >= 0.9999

@@ -72,6 +72,15 @@ def test_they_round_trip_through_the_url():
     assert settings_from_query({"stated": "0.5; 0.6 0.7"})[1].stated_levels == (0.5, 0.6, 0.7)
 
 
+def test_an_encoder_with_pooled_layers_survives_a_link():
+    from urllib.parse import parse_qsl, urlencode
+
+    data = DataSpec(encoder="minilm+layers=2,4,6")
+    link = urlencode(settings_to_query(data, RunSettings()))
+    assert "%2B" in link  # the '+' is escaped, so the link does not read it as a space
+    assert settings_from_query(dict(parse_qsl(link)))[0] == data
+
+
 @pytest.mark.parametrize("raw,said", [("abc", "'abc' is not a number"), ("0.5,1.5", "got 1.5"),
                                       ("nan,0.5", "got nan"), ("0,0.5", "got 0.0"), ("inf", "got inf")])
 def test_a_bad_link_value_is_named_and_none_are_used(raw, said):
