@@ -17,6 +17,10 @@ from .policies.registry import DEFAULT_POLICY, choices_help, keep_settings
 from .policies.registry import names as router_modes
 from .simulator import DEFAULT_FEEDBACK_RATE, PAPER_SEEDS
 
+#: the --encoder help of every subcommand
+ENCODER_HELP = ("minilm | hashing[:dim] | hf:<id or path>; a transformer may end in +layers=i,j,... to pool "
+                "those layers (e.g. minilm+layers=2,4,6)")
+
 
 def _progress(label: str):
     start = time.time()
@@ -506,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     def data_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--data", required=True, help="canonical parquet, or MESS+ file/folder")
         sp.add_argument("--benchmark", nargs="+", default=None, help="benchmarks to use (default: all)")
-        sp.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")
+        sp.add_argument("--encoder", default=DEFAULT_ENCODER, help=ENCODER_HELP)
         sp.add_argument("--cache-dir", default=None, help="embedding cache (default ~/.cache/slarouter)")
 
     emb = sub.add_parser("embed", help="compute and cache embeddings")
@@ -576,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "model); several = an alpha sweep")
     cmp_.add_argument("--history-fraction", type=float, default=0.2,
                       help="share of each benchmark held out as history for CARROT/Causal (default 0.2)")
-    cmp_.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")
+    cmp_.add_argument("--encoder", default=DEFAULT_ENCODER, help=ENCODER_HELP)
     cmp_.add_argument("--cache-dir", default=None, help="embedding cache (default ~/.cache/slarouter)")
     cmp_.add_argument("--cost", default="energy_joules", help="per-model cost metric (default energy_joules)")
     cmp_.add_argument("--backend", choices=["local", "ray"], default="local")
@@ -624,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
     pre.add_argument("--text", action="store_true",
                      help="--data: also the least a router pays when its text model has learned all it can from "
                           "a window's thumbs (embeds the log's texts with --encoder)")
-    pre.add_argument("--encoder", default=DEFAULT_ENCODER, help="--text: minilm | hashing[:dim] | hf:<id or path>")
+    pre.add_argument("--encoder", default=DEFAULT_ENCODER, help="--text: " + ENCODER_HELP)
     pre.add_argument("--cache-dir", default=None, help="--text: embedding cache (default ~/.cache/slarouter)")
     pre.add_argument("--json", action="store_true", help="print the figures as JSON")
     pre.set_defaults(func=cmd_preflight)
@@ -640,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "same ones")
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    srv.add_argument("--encoder", default=DEFAULT_ENCODER, help="minilm | hashing[:dim] | hf:<id or path>")
+    srv.add_argument("--encoder", default=DEFAULT_ENCODER, help=ENCODER_HELP)
     srv.add_argument("--state-dir", default="slarouter-state",
                      help="checkpoint folder, restored on start (default ./slarouter-state)")
     srv.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints (default 30)")
