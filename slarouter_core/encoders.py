@@ -147,7 +147,7 @@ class TransformerEncoder:
                 # the tracer warns about shape checks it bakes in; the probe check below and
                 # the tests (any length, any batch) are what vouch for the trace
                 warnings.simplefilter("ignore")
-                forward = LayerForward(self.model, self.layers).eval()
+                forward = layer_forward(self.model, self.layers).eval()
                 traced = torch.jit.trace(forward, (probe["input_ids"], probe["attention_mask"]), strict=False)
                 frozen = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
                 eager = forward(probe["input_ids"], probe["attention_mask"])
@@ -253,7 +253,7 @@ def _layer_forward_class():
     return _LayerForward
 
 
-def LayerForward(model, layers: tuple[int, ...] | None = None):
+def layer_forward(model, layers: tuple[int, ...] | None = None):
     """``forward(input_ids, attention_mask)`` returning the hidden states :func:`_pool`
     takes: the module that is traced (TorchScript) or exported (ONNX) for the per-request
     path, so both pool the same layers as the eager batch path. (A factory, so that

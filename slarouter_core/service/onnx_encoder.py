@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders import LayerForward, TextEncoder, TransformerEncoder, default_cache_dir, get_encoder
+from ..encoders import TextEncoder, TransformerEncoder, default_cache_dir, get_encoder, layer_forward
 from ..validation import check_choice
 
 log = logging.getLogger("slarouter.service")
@@ -68,7 +68,7 @@ def export_onnx(enc: TransformerEncoder, path: Path) -> Path:
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings; the cosine check vouches for the graph
-            torch.onnx.export(LayerForward(enc.model, enc.layers).eval(), (probe["input_ids"], probe["attention_mask"]),
+            torch.onnx.export(layer_forward(enc.model, enc.layers).eval(), (probe["input_ids"], probe["attention_mask"]),
                               str(tmp), input_names=["input_ids", "attention_mask"], output_names=["hidden"],
                               dynamic_axes={"input_ids": axes, "attention_mask": axes, "hidden": out_axes},
                               opset_version=OPSET, dynamo=False)
