@@ -4,6 +4,7 @@
     python benchmarks/bench_cost_floor.py              # demo and Llama-3, thumbs and judge fill-in
     python benchmarks/bench_cost_floor.py --seeds 20   # the margin from more runs
     python benchmarks/bench_cost_floor.py --c-shared 1 # the offline text model regularised more
+    python benchmarks/bench_cost_floor.py --encoder minilm+layers=2,4,6   # another text encoder
 
 A router that certifies its SLA window at 95% must end the window with its estimate at
 alpha plus the bound's width (its margin), so on average it delivers about alpha + margin
@@ -62,6 +63,7 @@ from bench_honest_sla import COST_GOALS  # noqa: E402
 from slarouter_core.baselines import oracle_lp, static_mixture_lp  # noqa: E402
 from slarouter_core.data import midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
+from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
 from slarouter_core.experiments import PAPER_EXCLUDE, load_any  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
@@ -184,7 +186,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=10, help="router runs per stream for its margin and cost")
     ap.add_argument("--c-shared", type=float, default=ContextualConfig().c_shared,
                     help="the offline text model's inverse L2 strength (default: the router's own)")
+    ap.add_argument("--encoder", default=DEFAULT_ENCODER,
+                    help="the text encoder, of the router's runs and the offline text model alike")
     args = ap.parse_args(argv)
+    try:  # a missing encoder is refused before any stream runs
+        get_encoder(args.encoder)
+    except EncoderUnavailableError as exc:
+        ap.error(str(exc))
     t0 = time.perf_counter()
     streams = []
     demo = load_any(ROOT / "data" / "demo.parquet")
@@ -197,13 +205,14 @@ def main(argv=None) -> int:
     else:
         print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
     print(f"router runs per stream: {args.seeds} (seeds 0-{args.seeds - 1}), feedback rate 0.2, contextual defaults; "
-          f"offline text model c_shared={args.c_shared:g}\n")
+          f"offline text model c_shared={args.c_shared:g}"
+          + ("" if args.encoder == DEFAULT_ENCODER else f"; encoder {args.encoder}") + "\n")
     print("| stream | feedback | alpha | margin (points) | text-blind | learned text, oracle price | known context "
           "| router | goal |")
     print("|---|---|---|---|---|---|---|---|---|")
     split_rows, model_lines = [], []
     for name, data, context in streams:
-        X = embed_texts(data.texts)
+        X = embed_texts(data.texts, args.encoder)
         alpha = midpoint_alpha(data)
         mix = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)[1]
         known = context_accuracy(data.solved.astype(np.float64), context)

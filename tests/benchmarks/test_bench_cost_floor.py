@@ -45,3 +45,9 @@ def test_the_split_records_what_each_decision_saw(floor, monkeypatch):
     assert off_plan == pytest.approx(1 - (~a["explored"] & ~capped).mean())
     assert delivered == pytest.approx(a["satisfied"][~a["explored"] & ~capped].mean())
     assert all(np.isfinite([own, last, uniform])) and margin > 0
+
+
+def test_an_encoder_that_is_not_there_is_refused_before_any_run(floor, capsys):
+    with pytest.raises(SystemExit) as stop:
+        floor.main(["--encoder", "hf:/nonexistent/model"])
+    assert stop.value.code == 2 and "not available" in capsys.readouterr().err
