@@ -126,7 +126,9 @@ class TransformerEncoder:
             raise EncoderUnavailableError(
                 f"Encoder {spec!r}: {source!r} has layers 0-{depth} (0 is the embedding output); "
                 f"{', '.join(str(i) for i in layers if i > depth)} is not one of them.")
-        #: the TorchScript forward when ``traced`` (None: eager, or tracing was not possible)
+        #: the per-request forward, ``(input_ids, attention_mask) -> hidden states`` as
+        #: :func:`layer_forward` returns them: its TorchScript trace when ``traced`` (or the
+        #: service's ONNX session); None: eager, or tracing was not possible
         self.traced_forward = self._trace() if traced else None
         #: why tracing fell back to the eager model, if it did
         self.trace_problem: str | None = None if not traced or self.traced_forward is not None else self._problem
@@ -151,7 +153,7 @@ class TransformerEncoder:
                 traced = torch.jit.trace(forward, (probe["input_ids"], probe["attention_mask"]), strict=False)
                 frozen = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
                 eager = forward(probe["input_ids"], probe["attention_mask"])
-                got = _hidden(frozen(probe["input_ids"], probe["attention_mask"]))
+                got = frozen(probe["input_ids"], probe["attention_mask"])
                 if float((got - eager).abs().max()) > 1e-4:
                     raise RuntimeError("the traced model's output differs from the eager model's")
             return frozen
@@ -200,7 +202,7 @@ class TransformerEncoder:
                 idx = order[done:stop]
                 batch = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt")
                 if self.traced_forward is not None:
-                    hidden = _hidden(self.traced_forward(batch["input_ids"], batch["attention_mask"]))
+                    hidden = self.traced_forward(batch["input_ids"], batch["attention_mask"])
                 elif self.layers is None:
                     hidden = self.model(**batch).last_hidden_state
                 else:
@@ -211,13 +213,6 @@ class TransformerEncoder:
                 if progress:
                     progress(done, len(texts))
         return out
-
-
-def _hidden(out):
-    """The hidden states from a per-request forward's output (a tensor, a dict or a tuple)."""
-    if isinstance(out, dict):
-        return out["last_hidden_state"]
-    return out if hasattr(out, "shape") else out[0]
 
 
 def _pool(hidden, attention_mask):

@@ -29,9 +29,9 @@ RUNTIMES = ("onnx", "torchscript", "eager")
 
 
 class OnnxForward:
-    """``forward(input_ids, attention_mask) -> (hidden,)`` on an ORT session, the same call
-    shape as the TorchScript trace it replaces (``hidden``: the last layer's states, or the
-    pooled layers' stacked for a ``+layers=`` spec)."""
+    """``forward(input_ids, attention_mask) -> hidden`` on an ORT session, the same call as
+    the TorchScript trace it replaces (``hidden``: the last layer's states, or the pooled
+    layers' stacked for a ``+layers=`` spec)."""
 
     def __init__(self, path: Path, threads: int = 1):
         import onnxruntime as ort
@@ -47,7 +47,7 @@ class OnnxForward:
 
         out = self.session.run(None, {"input_ids": input_ids.numpy().astype(np.int64, copy=False),
                                       "attention_mask": attention_mask.numpy().astype(np.int64, copy=False)})[0]
-        return (torch.from_numpy(out),)
+        return torch.from_numpy(out)
 
 
 def onnx_path(enc: TransformerEncoder, cache_dir: str | Path | None = None) -> Path:
