@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..data import DEFAULT_COST, RoutingData, midpoint_alpha
-from ..encoders import MINILM_LAYERS, EncoderUnavailableError, check_encoder_spec
+from ..encoders import LAYERS_TAG, MINILM_LAYERS, EncoderUnavailableError, check_encoder_spec
 from ..feedback import KINDS, FeedbackConfig
 from ..judge import JUDGE_PRESETS
 from ..policies.contextual import ContextualConfig
@@ -421,6 +421,8 @@ def settings_from_query(params: Mapping[str, str]) -> tuple[DataSpec, RunSetting
     for f, key in _DATA_KEYS.items():
         if key in params:
             raw = str(params[key])
+            if f == "encoder":  # a '+' typed into a link by hand arrives as a space
+                raw = raw.replace(" " + LAYERS_TAG[1:], LAYERS_TAG)
             data_kw[f] = tuple(b for b in raw.split(",") if b) if f == "benchmarks" else raw
     types = {fl.name: fl.type for fl in fields(RunSettings)}
     for f, key in _RUN_KEYS.items():

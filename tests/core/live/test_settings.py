@@ -79,6 +79,10 @@ def test_an_encoder_with_pooled_layers_survives_a_link():
     link = urlencode(settings_to_query(data, RunSettings()))
     assert "%2B" in link  # the '+' is escaped, so the link does not read it as a space
     assert settings_from_query(dict(parse_qsl(link)))[0] == data
+    # typed by hand, the '+' reads as a space: the layers are still the encoder's
+    typed = dict(parse_qsl("enc=minilm+layers=6,4,2"))
+    assert typed["enc"] == "minilm layers=6,4,2"
+    assert settings_from_query(typed)[0].encoder == "minilm+layers=6,4,2"
 
 
 @pytest.mark.parametrize("raw,said", [("abc", "'abc' is not a number"), ("0.5,1.5", "got 1.5"),
