@@ -353,3 +353,24 @@ def test_the_scorecard_reads_only_the_contextual_rows(bench, capsys):
     bench.print_scorecard([_row("11-model zoo 2", cost=1.6)])
     out = capsys.readouterr().out
     assert "| meets alpha at <= 1.50x | 11-model zoo 2 | 20/20 at 1.60x | 0.80x | not met: cost |" in out
+
+
+def test_the_judges_break_even_pairs_each_seed_and_says_when_the_price_is_within_its_noise(bench, capsys):
+    # seed -> (cost, cost without the judge's calls, judge calls per request)
+    plain = {0: (1.20, 1.20, 0.0), 1: (1.10, 1.10, 0.0), 2: (1.30, 1.30, 0.0), 9: (5.0, 5.0, 0.0)}
+    judged = {0: (1.19, 1.15, 1.0), 1: (1.08, 1.04, 1.0), 2: (1.31, 1.27, 1.0)}
+    price, low, high, n = bench.break_even_interval(plain, judged)
+    assert n == 3  # seed 9 ran without the judge only: not a pair
+    assert price == pytest.approx(0.0466667, abs=1e-6)  # savings 0.05, 0.06 and 0.03 per request
+    half = 4.302653 * np.std([0.05, 0.06, 0.03], ddof=1) / np.sqrt(3)  # Student's t, 2 degrees of freedom
+    assert (low, high) == pytest.approx((price - half, price + half), abs=1e-6)
+    # the same savings at two calls per request: half the price per call, half the interval
+    twice = {s: (c, w, 2.0) for s, (c, w, _) in judged.items()}
+    assert bench.break_even_interval(plain, twice)[:3] == pytest.approx((price / 2, low / 2, high / 2))
+    assert bench.break_even_interval({0: plain[0]}, {0: judged[0]})[1:] == (-np.inf, np.inf, 1)
+
+    rows = [dict(mode="contextual", scenario="s", per_seed=plain)]
+    for charged, said in [(0.005, "| pays |"), (0.04, "| pays, within the seeds' noise |"),
+                          (0.06, "| does not pay, within the seeds' noise |"), (0.1, "| does not pay |")]:
+        bench.break_even(rows, [dict(calls=1.0, call_cost=charged, per_seed=judged)])
+        assert capsys.readouterr().out.rstrip().endswith(said)
