@@ -7,6 +7,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --first-seed 20 --modes contextual   # a second, independent 20 seeds
     python benchmarks/bench_honest_sla.py --set c_shared=1 --set c_model=0.1   # your own contextual settings
     python benchmarks/bench_honest_sla.py --encoder hf:PATH --scenarios demo llama   # your own encoder
+    python benchmarks/bench_honest_sla.py --scenarios demo llama --seeds 40 --against h=0.25   # a change, paired by seed
     python benchmarks/bench_honest_sla.py --scenarios llama --modes contextual --misses   # each missed seed
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual   # zoos no default was chosen on
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual --dearest 3   # where the cost went
@@ -53,6 +54,14 @@ fill-in stops paying for itself (the contextual router's cost without the judge 
 stream cost with it, per judge call), with its 95% interval over the seeds (paired: the
 same seed's stream without and with the judge), and whether the price charged lies
 within it (then the seeds cannot say whether the judge pays).
+
+``--against KEY=VALUE`` runs the contextual mode twice on the same seeds, as the base (its
+defaults, or ``--set``) and with the change on top, and ends with the change paired by
+seed: of cost, of satisfaction, and of cost beyond what the static mixture charges for
+that change of satisfaction (its price of a point near alpha), each with its 95% interval.
+A setting that meets alpha in more runs by delivering more satisfaction, at the price the
+mixture would charge for it, is a move along that line, not a better router; only a change
+whose last interval lies below zero is.
 
 The run ends with issue 19's goals, one line each, read off the contextual rows that ran
 (``scorecard``): each cost goal's stream, its seeds at or above alpha and cost, the cost
@@ -458,10 +467,67 @@ def break_even_interval(plain: dict, judged: dict, level: float = 0.95) -> tuple
     saved = np.array([plain[s][0] - judged[s][1] for s in seeds])
     calls = float(np.mean([judged[s][2] for s in seeds]))
     price = float(saved.mean()) / calls
-    if len(seeds) < 2:
-        return price, -math.inf, math.inf, len(seeds)
-    half = float(student_t.ppf(0.5 + level / 2, len(seeds) - 1)) * float(saved.std(ddof=1)) / math.sqrt(len(seeds))
-    return price, price - half / calls, price + half / calls, len(seeds)
+    half = t_half_width(saved, level) / calls
+    return price, price - half, price + half, len(seeds)
+
+
+def t_half_width(x: np.ndarray, level: float = 0.95) -> float:
+    """Half the width of Student's t interval for the mean of ``x`` (inf on fewer than two)."""
+    if len(x) < 2:
+        return math.inf
+    return float(student_t.ppf(0.5 + level / 2, len(x) - 1)) * float(np.std(x, ddof=1)) / math.sqrt(len(x))
+
+
+def mixture_price_of_a_point(data: RoutingData, alpha: float) -> float:
+    """What one more point of satisfaction costs the static mixture near alpha, as a multiple
+    of its cost at alpha: the line along which a setting that trades satisfaction for cost
+    at the mixture's own rate moves (0.058x on the demo, 0.33x on Llama-3)."""
+    acc, cost = data.solved.mean(0), data.costs.mean(0)
+    mix = static_mixture_lp(acc, cost, alpha)[1]
+    hi = min(alpha + 0.005, float(acc.max()))
+    lo = hi - 0.01
+    return (static_mixture_lp(acc, cost, hi)[1] - static_mixture_lp(acc, cost, lo)[1]) / mix / (100.0 * (hi - lo))
+
+
+def paired_change(base: dict, changed: dict, per_point: float, level: float = 0.95) -> dict:
+    """A change of settings against the base on the same seeds (``runs``: seed, cost,
+    satisfaction, ...): the mean per-seed change of cost, of satisfaction in points, and of
+    cost beyond what the static mixture would charge for that change of satisfaction
+    (``per_point`` a point), each with its ``level`` t interval. A change that only trades
+    satisfaction for cost at about the mixture's rate is ~0 on the last, however much it
+    moves the first two; below 0 it buys satisfaction cheaper than the mixture's line."""
+    b = {s: (c, sat) for s, c, sat, _ in base["runs"]}
+    v = {s: (c, sat) for s, c, sat, _ in changed["runs"]}
+    seeds = sorted(set(b) & set(v))
+    d_cost = np.array([v[s][0] - b[s][0] for s in seeds])
+    d_sat = np.array([100.0 * (v[s][1] - b[s][1]) for s in seeds])
+    d_line = d_cost - per_point * d_sat
+    return {k: (float(d.mean()), t_half_width(d, level)) for k, d in
+            (("cost", d_cost), ("satisfaction", d_sat), ("beyond the line", d_line))} | {"seeds": len(seeds)}
+
+
+def print_changes(pairs: list[tuple[dict, dict, float]], against: dict) -> None:
+    """The paired comparison table of ``--against``."""
+    print(f"\nThe change {against} against the base, paired by seed (contextual mode; changes are means "
+          "over the seeds with their 95% t interval; 'beyond the line': the cost change less what the "
+          "static mixture charges for the satisfaction change)\n")
+    print("| stream | base: seeds >= alpha, cost, satisfaction | changed | cost change | satisfaction change "
+          "(points) | the mixture's price of a point | beyond the line | verdict |")
+    print("|---|---|---|---|---|---|---|---|")
+
+    def cell(mean_half: tuple[float, float], unit: str = "x") -> str:
+        m, h = mean_half
+        return f"{m:+.3f}{unit} ({m - h:+.3f} to {m + h:+.3f})"
+
+    for base, changed, per_point in pairs:
+        ch = paired_change(base, changed, per_point)
+        m, h = ch["beyond the line"]
+        verdict = ("cheaper than the line" if m + h < 0 else "dearer than the line" if m - h > 0
+                   else "on the line, within the seeds' noise")
+        print(f"| {base['scenario']} | {base['met']}/{base['n']}, {base['cost']:.3f}x, {100 * base['sat']:.2f}% | "
+              f"{changed['met']}/{changed['n']}, {changed['cost']:.3f}x, {100 * changed['sat']:.2f}% | "
+              f"{cell(ch['cost'])} | {cell(ch['satisfaction'], '')} | {per_point:.3f}x | "
+              f"{cell(ch['beyond the line'])} | {verdict} |", flush=True)
 
 
 def break_even(plain: list[dict], judged: list[dict]) -> None:
@@ -575,6 +641,11 @@ def main(argv=None) -> int:
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                     help="run the contextual mode only, with this setting of ContextualConfig (repeatable; "
                          "values read as JSON where they parse)")
+    ap.add_argument("--against", action="append", default=[], metavar="KEY=VALUE",
+                    help="run the contextual mode twice on the same seeds, as the base (defaults, or --set) and "
+                         "with these settings on top (repeatable), and end with the paired change of cost and "
+                         "satisfaction: whether it beats the static mixture's own price of a point or only "
+                         "moves along it")
     args = ap.parse_args(argv)
     try:  # a missing encoder is refused before any stream runs
         get_encoder(args.encoder)
@@ -586,6 +657,13 @@ def main(argv=None) -> int:
         RouterConfig(alpha=0.5, mode="contextual").with_settings(**ablation)
     except (ValueError, TypeError) as err:
         ap.error(str(err))
+    try:
+        against = policy_settings(args.against)
+        RouterConfig(alpha=0.5, mode="contextual").with_settings(**{**ablation, **against})
+    except (ValueError, TypeError) as err:
+        ap.error(str(err))
+    if against:
+        args.modes = ["contextual"]
     if ablation:
         args.modes = ["contextual"]
         print(f"contextual mode with {args.ablate + ' off' if args.ablate else 'its settings changed'}: {ablation}")
@@ -600,7 +678,7 @@ def main(argv=None) -> int:
     print(f"seeds={args.seeds}{which} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, "
           f"defaults only{encoder}")
     streams = build_streams(args.scenarios, ablation, args.stated_weight)
-    judge_rows, all_rows = [], []
+    judge_rows, all_rows, changes = [], [], []
     if args.judge_all:
         streams = [(name, data, alpha, True, *extra) for name, data, alpha, _, *extra in streams]
     if args.judge_only:
@@ -612,16 +690,18 @@ def main(argv=None) -> int:
         rows = []
         settings = extra[0] if extra else (ablation or None)
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
-        if not args.judge_only:
-            rows = run(name, data, X, alpha, seeds, modes, False, args.jobs, settings)
-            report(rows, args)
-            all_rows += rows
-        if with_judge:
-            jrows = run(name, data, X, alpha, seeds, modes, True, args.jobs, settings)
-            report(jrows, args)
-            all_rows += jrows
-            if rows:
-                judge_rows.append((rows, jrows))
+        for judge in ((False,) if not args.judge_only else ()) + ((True,) if with_judge else ()):
+            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings)
+            report(part, args)
+            all_rows += part
+            if judge and rows:
+                judge_rows.append((rows, part))
+            rows = part if not judge else rows
+            if against:
+                print(f"with {against}:")
+                changed = run(name, data, X, alpha, seeds, modes, judge, args.jobs, {**(settings or {}), **against})
+                report(changed, args)
+                changes.append((part[0], changed[0], mixture_price_of_a_point(data, alpha)))
     if judge_rows:
         print("\nJudge break-even: the price per call (as a multiple of the static mixture's cost per request) "
               "below which judge fill-in lowers the contextual router's cost\n")
@@ -631,6 +711,8 @@ def main(argv=None) -> int:
         for rows, jrows in judge_rows:
             break_even(rows, jrows)
     print_scorecard(all_rows)
+    if changes:
+        print_changes(changes, against)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -374,3 +374,64 @@ def test_the_judges_break_even_pairs_each_seed_and_says_when_the_price_is_within
                           (0.06, "| does not pay, within the seeds' noise |"), (0.1, "| does not pay |")]:
         bench.break_even(rows, [dict(calls=1.0, call_cost=charged, per_seed=judged)])
         assert capsys.readouterr().out.rstrip().endswith(said)
+
+
+def test_the_static_mixtures_price_of_a_point_is_its_slope_at_alpha(bench):
+    from slarouter_core.data import from_frame
+    from slarouter_core.synthetic import generate_demo_frame
+
+    data = from_frame(generate_demo_frame(400, 0))
+    acc, cost = data.solved.mean(0), data.costs.mean(0)
+    lo, hi = sorted(np.argsort(acc)[-2:], key=lambda m: acc[m])  # the mixture of the two best at their midpoint
+    alpha = float(acc[lo] + acc[hi]) / 2
+    mix = cost[lo] + (cost[hi] - cost[lo]) * (alpha - acc[lo]) / (acc[hi] - acc[lo])
+    slope = (cost[hi] - cost[lo]) / (acc[hi] - acc[lo]) / 100 / mix
+    assert bench.mixture_price_of_a_point(data, alpha) == pytest.approx(slope, rel=1e-6)
+    # at the best model's own accuracy the point below it is priced (none above exists)
+    assert bench.mixture_price_of_a_point(data, float(acc[hi])) == pytest.approx(
+        (cost[hi] - cost[lo]) / (acc[hi] - acc[lo]) / 100 / cost[hi], rel=1e-6)
+
+
+def test_a_change_is_paired_by_seed_and_read_against_the_mixtures_line(bench, capsys):
+    base = dict(scenario="s", met=3, n=3, cost=1.2, sat=0.8,
+                runs=[(0, 1.20, 0.800, None), (1, 1.10, 0.790, None), (2, 1.30, 0.810, None), (7, 9.0, 0.5, None)])
+    along = dict(met=3, n=3, cost=1.3, sat=0.81,  # one point more at 0.1x a point, seed by seed
+                 runs=[(0, 1.30, 0.810, None), (1, 1.21, 0.800, None), (2, 1.39, 0.820, None)])
+    ch = bench.paired_change(base, along, per_point=0.1)
+    assert ch["seeds"] == 3  # seed 7 has no pair
+    assert ch["cost"][0] == pytest.approx(0.1) and ch["satisfaction"][0] == pytest.approx(1.0)
+    assert ch["beyond the line"][0] == pytest.approx(0.0, abs=1e-12)
+    half = 4.302653 * np.std([0.10, 0.11, 0.09], ddof=1) / np.sqrt(3)
+    assert ch["cost"][1] == pytest.approx(half, rel=1e-5)
+    bench.print_changes([(base, along, 0.1)], {"h": 1.0})
+    assert capsys.readouterr().out.rstrip().endswith("| on the line, within the seeds' noise |")
+    cheaper = dict(along, runs=[(s, c - 0.2, sat, x) for s, c, sat, x in along["runs"]])
+    assert bench.paired_change(base, cheaper, 0.1)["beyond the line"][0] == pytest.approx(-0.2)
+    bench.print_changes([(base, cheaper, 0.1)], {"h": 1.0})
+    assert capsys.readouterr().out.rstrip().endswith("| cheaper than the line |")
+    bench.print_changes([(base, dict(along, runs=[(s, c + 0.2, sat, x) for s, c, sat, x in along["runs"]]), 0.1)],
+                        {"h": 1.0})
+    assert capsys.readouterr().out.rstrip().endswith("| dearer than the line |")
+
+
+def test_against_runs_the_base_and_the_change_on_the_same_seeds(bench, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--against", "no_such_setting=1", "--seeds", "1", "--scenarios", "demo"])
+    assert exit_.value.code == 2 and "unknown router setting 'no_such_setting'" in capsys.readouterr().err
+    seen = []
+    real = bench.one_run
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, fb, cost, settings:
+                        seen.append((mode, seed, fb.judge_fill is not None, dict(settings)))
+                        or real(data, X, mode, alpha, seed, fb, cost, settings))
+    assert bench.main(["--encoder", "hashing:64", "--seeds", "2", "--scenarios", "demo", "--jobs", "1",
+                       "--set", "h=0.1", "--against", "explore_c=1"]) == 0
+    out = capsys.readouterr().out
+    assert {m for m, *_ in seen} == {"contextual"}
+    for judge in (False, True):  # each stream twice on seeds 0 and 1: the base (--set) and with the change on top
+        assert sorted((s, st.get("explore_c", -1)) for _, s, j, st in seen if j == judge) == [
+            (0, -1), (0, 1), (1, -1), (1, 1)]
+    assert all(st["h"] == 0.1 for *_, st in seen)
+    table = out[out.index("The change {'explore_c': 1}"):]
+    rows = [line for line in table.splitlines() if line.startswith("| demo (mixed)")]
+    assert [r.split(" | ")[0] for r in rows] == ["| demo (mixed)", "| demo (mixed) + judge"]
+    assert all(r.endswith(("line |", "noise |")) for r in rows)
