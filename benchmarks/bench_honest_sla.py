@@ -654,18 +654,13 @@ def main(argv=None) -> int:
     ablation = dict(CONTEXTUAL_SWITCHES[args.ablate]) if args.ablate else {}
     try:  # a setting the contextual policy does not take, or a bad value, is refused before any stream runs
         ablation.update(policy_settings(args.settings))
-        RouterConfig(alpha=0.5, mode="contextual").with_settings(**ablation)
-    except (ValueError, TypeError) as err:
-        ap.error(str(err))
-    try:
         against = policy_settings(args.against)
         RouterConfig(alpha=0.5, mode="contextual").with_settings(**{**ablation, **against})
     except (ValueError, TypeError) as err:
         ap.error(str(err))
-    if against:
+    if ablation or against:
         args.modes = ["contextual"]
     if ablation:
-        args.modes = ["contextual"]
         print(f"contextual mode with {args.ablate + ' off' if args.ablate else 'its settings changed'}: {ablation}")
     if args.first_seed < 0:
         ap.error("--first-seed must be >= 0")
@@ -687,16 +682,17 @@ def main(argv=None) -> int:
             ap.error("--judge-only: none of these scenarios has a judge row (demo and llama do)")
     for name, data, alpha, with_judge, *extra in streams:
         X = embed_texts(data.texts, args.encoder)
-        rows = []
+        plain: list[dict] = []
         settings = extra[0] if extra else (ablation or None)
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         for judge in ((False,) if not args.judge_only else ()) + ((True,) if with_judge else ()):
             part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings)
             report(part, args)
             all_rows += part
-            if judge and rows:
-                judge_rows.append((rows, part))
-            rows = part if not judge else rows
+            if not judge:
+                plain = part
+            elif plain:
+                judge_rows.append((plain, part))
             if against:
                 print(f"with {against}:")
                 changed = run(name, data, X, alpha, seeds, modes, judge, args.jobs, {**(settings or {}), **against})
