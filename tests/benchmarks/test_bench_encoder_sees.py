@@ -26,7 +26,10 @@ def test_an_encoder_that_separates_the_contexts_is_seen_to(bench):
     rng = np.random.default_rng(1)
     X = 0.1 * rng.standard_normal((len(context), 8))
     X[np.arange(len(context)), context] += 1.0  # the context, plainly in the embedding
-    rep = bench.context_report(X, solved, context)
+    # penalties loose enough that what is measured is the encoder, not the shrinkage: at the
+    # router's own (c_model=0.1) the offsets, held tight, pull the contexts where the two
+    # models swap (0.2 / 0.8) about 0.1 towards each other even with every label
+    rep = bench.context_report(X, solved, context, c_shared=10.0, c_model=1.0)
     assert rep["probe"] > 0.97 and np.all(rep["recall"] > 0.95)
     assert rep["error"] < 0.04
     assert np.allclose(rep["predicted"], acc, atol=0.08)

@@ -31,3 +31,13 @@ def test_penalties_price_the_text_floor_of_each_certifiable_stream_without_runs(
     assert [r[0].strip("| ") for r in rows] == ["unseen 4-model zoo 0", "unseen 4-model zoo 1",
                                                "unseen 11-model zoo 1 (priciest not best; alpha between its best two)"]
     assert all(len(r) == 1 + len(bench.PENALTIES) for r in rows)  # the uncertifiable zoo has no floor to price
+
+
+def test_the_penalty_tables_first_column_is_the_routers_default(bench):
+    """The table's header calls its first column the router's default: a default moved
+    (as c_model was, 1 to 0.1) must move the column too."""
+    from slarouter_core.policies.contextual import ContextualConfig
+
+    cfg = ContextualConfig()
+    assert bench.PENALTIES[0] == (cfg.c_shared, cfg.c_model)
+    assert len(set(bench.PENALTIES)) == len(bench.PENALTIES)
