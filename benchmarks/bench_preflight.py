@@ -49,7 +49,8 @@ def check(data, alpha: float, judge: bool):
 
 
 #: (c_shared, c_model) of the text floor's penalty table: the defaults, the offsets ten
-#: times looser (the defaults before c_model=0.1), then both ever stronger
+#: times looser (the defaults before c_model=0.1), then the shared direction ever tighter,
+#: the offsets ten times tighter than it
 PENALTIES = ((10.0, 0.1), (10.0, 1.0), (3.0, 0.3), (1.0, 0.1), (0.3, 0.03))
 
 

@@ -110,7 +110,8 @@ class ContextualConfig(PolicyConfig):
       per-model offsets (``c_model`` 0 switches the offsets off). The offsets are held 100
       times tighter than the shared direction because the plan selects on their
       differences, so their noise is what it pays for (docs/RESULTS.md, "c_model=0.1, the
-      default": over 100 seeds cheaper than the static mixture's line, never dearer).
+      default": on the demo and Llama-3 over 100 seeds on the static mixture's line or
+      under it; on synthetic zoos whose text carries little, up to 0.04x dearer).
     * ``text``: learn from the embedding at all (False: per-model levels only, a
       text-blind ablation).
     * ``refit_growth``, ``min_labels``: refit when the label count has grown by this
