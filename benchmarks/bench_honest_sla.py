@@ -13,6 +13,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual --dearest 3   # where the cost went
     python benchmarks/bench_honest_sla.py --scenarios unseen --modes contextual --by-model   # steps and cost per kind and model
     python benchmarks/bench_honest_sla.py --scenarios demo llama --judge-only   # the judge rows alone
+    python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --timeline   # the stream by tenths
     python benchmarks/bench_honest_sla.py --scenarios unseen --judge-only --judge-all   # a judge on zoos too
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
@@ -82,6 +83,11 @@ limit of its margin.
 ``--by-model`` splits the contextual mode's runs by kind of step (exploration, the fallback
 that serves one model while no price reaches the target, the plan) and model: mean steps
 a run, their satisfaction, and their cost over the static mixture's.
+
+``--timeline`` splits the contextual mode's runs into tenths of the stream: the share of
+requests the fallback served (no price reached the target), the share explored, their
+satisfaction, and their cost over the static mixture's, mean over the runs: how long the
+router learns before its plan serves, and what a request costs once it does.
 
 ``--dearest K`` lists each stream's K dearest runs: the model that took most of the run's
 cost (its cost per request and share of requests), and what became of the models the
@@ -184,6 +190,7 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     # most accurate: a request it served, not explored (kinds[1]: the fallback's steps), on another model
     one_model = watch and policy.config.fallback != "request"
     kinds = steps_by_kind(data.n_models, a, capped) if watch else None
+    timeline = by_tenths(a, capped) if watch else None
     misled = int(kinds[1, :, 0].sum() - kinds[1, best, 0]) if one_model else 0
     calls = judge_calls(a["feedback"])
     stream = float(a["cost"].mean())
@@ -192,7 +199,7 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
     return (float(a["satisfied"].mean()), stream + calls * call_cost / len(a["cost"]), stream,
             calls / len(a["cost"]), sim.router.certified_lower_bound(), status["first_at_risk"],
             best_model_fate(best, spend, policy, misled / len(a["model"])), status.get("estimate", math.nan), spend,
-            kinds)
+            kinds, timeline)
 
 
 def steps_by_kind(n_models: int, a: dict, capped: np.ndarray) -> np.ndarray:
@@ -206,6 +213,19 @@ def steps_by_kind(n_models: int, a: dict, capped: np.ndarray) -> np.ndarray:
         for col, w in enumerate((None, a["satisfied"][mask], a["cost"][mask])):
             out[k, :, col] = np.bincount(a["model"][mask], weights=w, minlength=n_models)
     return out
+
+
+#: the parts of a stream ``--timeline`` splits it into
+TENTHS = 10
+
+
+def by_tenths(a: dict, capped: np.ndarray) -> np.ndarray:
+    """Per tenth of one run's stream: ``(TENTHS, 4)`` of (share of requests the fallback
+    served, share explored, satisfaction, cost summed), what ``--timeline`` reads."""
+    explored = a["explored"].astype(bool)
+    cols = (capped & ~explored, explored, a["satisfied"], a["cost"])
+    parts = np.array_split(np.arange(len(explored)), TENTHS)
+    return np.array([[float(np.mean(c[p])) for c in cols[:3]] + [float(np.sum(cols[3][p]))] for p in parts])
 
 
 def where_the_cost_went(n_models: int, a: dict, policy, off: np.ndarray | None) -> tuple:
@@ -282,6 +302,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             per_seed={s: (r[1] / mix, r[2] / mix, r[3]) for s, r in zip(ran, res)},
             firsts=list(zip(missed.tolist(), first)),
             kinds=None if res[0][9] is None else np.mean([r[9] for r in res], axis=0),
+            timeline=None if res[0][10] is None else np.mean([r[10] for r in res], axis=0),
             accuracy=data.solved.mean(0), mix=mix, requests=data.n_requests,
             unit=data.costs.mean(0) / mix))
     return rows
@@ -400,6 +421,25 @@ def print_by_model(rows: list[dict]) -> None:
                 if steps >= 0.5:
                     print(f"| {kind} | {r['models'][m]} | {100 * r['accuracy'][m]:.1f}% | {r['unit'][m]:.2f}x | "
                           f"{steps:.1f} | {100 * good / steps:.1f}% | {spent / n / r['mix']:.3f}x |")
+
+
+def print_timeline(rows: list[dict]) -> None:
+    """The contextual mode's runs by tenths of the stream, mean over the runs: the share of
+    requests the fallback served (no price reached the target) and the share explored,
+    their satisfaction, and their cost per request over the static mixture's."""
+    for r in rows:
+        if r["timeline"] is None:
+            continue
+        n = r["requests"]
+        print(f"\nthe stream by tenths, {r['scenario']}, {r['mode']} (mean of {r['n']} runs of {n:,} requests; "
+              f"alpha {100 * r['alpha']:.1f}%; cost {r['cost']:.2f}x):")
+        print("| requests | served by the fallback | explored | satisfaction "
+              "| cost / static mixture (judge calls left out) |")
+        print("|---|---|---|---|---|")
+        for k, part in enumerate(np.array_split(np.arange(n), TENTHS)):
+            fallback, explored, sat, spent = r["timeline"][k]
+            print(f"| {part[0] + 1:,}-{part[-1] + 1:,} | {100 * fallback:.0f}% | {100 * explored:.1f}% | "
+                  f"{100 * sat:.1f}% | {spent / len(part) / r['mix']:.2f}x |")
 
 
 def scorecard(rows: list[dict]) -> list[tuple[str, str, str, str, str]]:
@@ -606,6 +646,8 @@ def report(rows: list[dict], args) -> None:
         print_dearest(rows, args.dearest)
     if args.by_model:
         print_by_model(rows)
+    if args.timeline:
+        print_timeline(rows)
 
 
 def main(argv=None) -> int:
@@ -633,6 +675,9 @@ def main(argv=None) -> int:
     ap.add_argument("--by-model", action="store_true",
                     help="after each table, the contextual mode's steps and cost per kind of step "
                          "(exploration, fallback, plan) and model")
+    ap.add_argument("--timeline", action="store_true",
+                    help="after each table, the contextual mode's runs by tenths of the stream (fallback and "
+                         "exploration shares, satisfaction, cost)")
     ap.add_argument("--judge-only", action="store_true",
                     help="only the rows with judge fill-in (the streams that have one; no break-even, "
                          "which needs the rows without it)")

@@ -90,8 +90,8 @@ def test_judge_only_runs_the_judge_rows_alone_and_judge_all_gives_every_stream_o
 def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys, monkeypatch):
     # seed 1 misses (70% against alpha 80%) and warned at request 40; seed 0 meets it
     # (no ending for the best model: as a mode without a write-off test reports)
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, None),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68, SPEND, None)}
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, None, None),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.2, None), 0.68, SPEND, None, None)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -108,7 +108,7 @@ def test_misses_lists_each_missed_seed_with_its_bound_and_warning(bench, capsys,
 def test_rows_give_the_share_of_runs_meeting_alpha_with_its_interval(bench, capsys, monkeypatch):
     # seeds 0-35 meet alpha (85% against 80%), seeds 36-39 miss it: 36 of 40
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
-                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83, SPEND, None))
+                        (0.85 if seed < 36 else 0.70, 1.0, 1.0, 0.0, 0.81, None, (0.5, None), 0.83, SPEND, None, None))
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "40", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
@@ -128,9 +128,9 @@ def test_misses_say_whether_the_router_locked_in_on_a_worse_model(bench, capsys,
     # off: the 32B read as good); seed 2 ended at its margin (the fallback elsewhere for 10%)
     levels = (np.full(4, 0.25), np.full(4, 0.25), np.zeros(4), np.array([0.3, 0.5, 0.81, 0.79]),
               np.array([10, 20, 900, 400]))
-    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84, SPEND, None),
-            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68, SPEND, None),
-            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND, None),
+    fake = {0: (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.7, (0.0, 0.0, False, 0.8, 90, 3)), 0.84, SPEND, None, None),
+            1: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.7, 0.6, True, 0.42, 7, 2)), 0.68, SPEND, None, None),
+            2: (0.79, 0.9, 0.9, 0.0, 0.77, None, (0.65, (0.1, 0.05, False, 0.83, 80, 3)), 0.79, SPEND, None, None),
             3: (0.78, 0.8, 0.8, 0.0, 0.76, 900, (0.45, (0.5, 0.02, False, 0.79, 400, 2)), 0.78, levels)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
@@ -163,7 +163,7 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     data = bench.synthetic(4, 200, 0)
     X = np.random.default_rng(0).standard_normal((data.n_requests, 8)).astype(np.float32)
     alpha = bench.midpoint_alpha(data)
-    sat, cost, stream, calls, lcb, first, (share, fate), estimate, spend, kinds = bench.one_run(
+    sat, cost, stream, calls, lcb, first, (share, fate), estimate, spend, kinds, timeline = bench.one_run(
         data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {})
     # stepping in chunks to watch the best model routes exactly as one call
     sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
@@ -196,6 +196,11 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
             at = mask & (a["model"] == m)
             assert kinds[k, m] == pytest.approx((at.sum(), a["satisfied"][at].sum(), a["cost"][at].sum()))
     assert kinds[..., 0].sum() == data.n_requests
+    # by tenths of the stream: the fallback's and exploration's shares, satisfaction, cost
+    for k, part in enumerate(np.array_split(np.arange(data.n_requests), bench.TENTHS)):
+        assert timeline[k] == pytest.approx((by_fallback[part].mean(), explored[part].mean(),
+                                             a["satisfied"][part].mean(), a["cost"][part].sum()))
+    assert timeline[0, 0] > timeline[-1, 0]  # the fallback serves less once the plan has learned
     assert level == float(pol.blind_posterior()[0][best]) and thumbs == int(pol.blind_cnt[best])
     # where the run's cost went, per model: its requests, its cost, and the write-off watch
     served, spent, off_all, levels, thumbs_all = spend
@@ -222,7 +227,7 @@ def test_under_the_per_request_fallback_no_one_model_is_reported_as_the_fallback
     share, fate = bench.one_run(data, X, "contextual", alpha, 3, FeedbackConfig(), 0.0, {"fallback": "request"})[6]
     misled, believed = fate[0], fate[5]
     assert misled == 0.0 and believed is None
-    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68, SPEND, None)}
+    fake = {0: (0.70, 0.5, 0.5, 0.0, 0.66, 40, (0.05, (0.0, 0.6, True, 0.42, 7, None)), 0.68, SPEND, None, None)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "1", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -259,9 +264,9 @@ def test_dearest_names_the_model_that_took_the_cost_and_the_mixtures_models_fate
         return served, spent, off, np.full(4, 0.3), np.full(4, 3)
 
     # seed 1 the dearest (3x the stream's cost), seed 2 next; seed 0 not among the 2 dearest
-    fake = {0: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, spend(big, 0.0), None),
-            1: (0.82, 3.0 * mix, 3.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(big, 0.6), None),
-            2: (0.83, 2.0 * mix, 2.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(mid, 0.0), None)}
+    fake = {0: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, spend(big, 0.0), None, None),
+            1: (0.82, 3.0 * mix, 3.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(big, 0.6), None, None),
+            2: (0.83, 2.0 * mix, 2.0, 0.0, 0.81, None, (0.7, None), 0.84, spend(mid, 0.0), None, None)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "3", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -294,7 +299,7 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     kinds[1, 3] = (600.0, 480.0, 600.0 * 2 * mix)  # the fallback: 600 steps of model 3 at 2x, 80% satisfied
     kinds[2, 0] = (n - 600.4, 0.5 * (n - 600.4), 0.1 * mix * (n - 600.4))
     kinds[0, 1] = (0.3, 0.3, 0.3 * mix)  # under half a step a run (0.45 in the mean): left out
-    fake = {s: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, kinds * (1 + s)) for s in range(2)}
+    fake = {s: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, kinds * (1 + s), None) for s in range(2)}
     monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
@@ -309,10 +314,44 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     # the mean of the two runs (1x and 2x the kinds): 900 steps, 80% satisfied, 900 * 2 / n of the mixture
     assert rows[0] == f"| fallback | {big} | {acc:.1f}% | {unit:.2f}x | 900.0 | 80.0% | {900 * 2 / n:.3f}x |"
     assert len(rows) == 2 and rows[1].startswith(f"| plan | {demo.models[0]} |")
-    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed][:9] + (None,))
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed][:9] + (None, None))
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
                        "--by-model"]) == 0
     assert "steps by kind" not in capsys.readouterr().out
+
+
+def test_timeline_prints_the_stream_by_tenths_averaged_over_runs(bench, capsys, monkeypatch):
+    """``--timeline``: per tenth of the stream, the mean over runs of the fallback's and
+    exploration's shares, the satisfaction and the cost per request over the static
+    mixture's; a mode without a timeline prints nothing."""
+    from slarouter_core.baselines import static_mixture_lp
+
+    demo = bench.build_streams(["demo"])[0][1]
+    n = demo.n_requests
+    mix = static_mixture_lp(demo.solved.mean(0), demo.costs.mean(0), 0.8)[1]
+    part = n // bench.TENTHS
+    line = np.zeros((bench.TENTHS, 4))
+    line[:, 0] = np.linspace(1.0, 0.1, bench.TENTHS)  # the fallback's share falls as the plan takes over
+    line[:, 1], line[:, 2], line[:, 3] = 0.05, 0.8, part * mix  # 1x the mixture's cost a request
+    line[0, 3] = 2 * part * mix  # the first tenth at 2x
+    run = (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, None)
+    fake = {0: run + (line,), 1: run + (line * np.array([1.0, 1.0, 1.0, 2.0]),)}  # seed 1 at twice the cost
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--timeline"]) == 0
+    out = capsys.readouterr().out.split("+ judge")[0]
+    assert f"the stream by tenths, demo (mixed), contextual (mean of 2 runs of {n:,} requests" in out
+    digits = {f"| {d}" for d in "123456789"}
+    rows = [row for row in out.split("the stream by tenths")[1].splitlines() if row[:3] in digits]
+    assert len(rows) == bench.TENTHS
+    # the first tenth: all fallback, 5% explored, 80% satisfied, (2x + 4x) / 2 = 3x the mixture
+    assert rows[0] == f"| 1-{part:,} | 100% | 5.0% | 80.0% | 3.00x |"
+    assert rows[-1].startswith(f"| {n - part + 1:,}-{n:,} | 10% |") and rows[-1].endswith("| 1.50x |")
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed][:10] + (None,))
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--timeline"]) == 0
+    assert "the stream by tenths" not in capsys.readouterr().out
 
 
 def _row(scenario, mode="contextual", met=20, n=20, cost=1.0, best_cost=2.0, missed=0, warned=0, cleared=10,
