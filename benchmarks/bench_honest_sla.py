@@ -401,6 +401,12 @@ def print_dearest(rows: list[dict], k: int) -> None:
             print(line, flush=True)
 
 
+def print_run_heading(title: str, r: dict) -> None:
+    """The heading of a table of one row's runs, mean per run (``--by-model``, ``--timeline``)."""
+    print(f"\n{title}, {r['scenario']}, {r['mode']} (mean of {r['n']} runs of {r['requests']:,} requests; "
+          f"alpha {100 * r['alpha']:.1f}%; cost {r['cost']:.2f}x):")
+
+
 def print_by_model(rows: list[dict]) -> None:
     """Where each run's requests and cost went, per kind of step and model (the contextual
     mode: exploration, the fallback that serves one model while no price reaches the
@@ -411,8 +417,7 @@ def print_by_model(rows: list[dict]) -> None:
         if r["kinds"] is None:
             continue
         n = r["requests"]
-        print(f"\nsteps by kind and model, {r['scenario']}, {r['mode']} (mean of {r['n']} runs of {n:,} requests; "
-              f"alpha {100 * r['alpha']:.1f}%; cost {r['cost']:.2f}x):")
+        print_run_heading("steps by kind and model", r)
         print("| kind | model | accuracy | cost a request | steps | satisfied | cost / static mixture |")
         print("|---|---|---|---|---|---|---|")
         for k, kind in enumerate(("exploration", "fallback", "plan")):
@@ -431,8 +436,7 @@ def print_timeline(rows: list[dict]) -> None:
         if r["timeline"] is None:
             continue
         n = r["requests"]
-        print(f"\nthe stream by tenths, {r['scenario']}, {r['mode']} (mean of {r['n']} runs of {n:,} requests; "
-              f"alpha {100 * r['alpha']:.1f}%; cost {r['cost']:.2f}x):")
+        print_run_heading("the stream by tenths", r)
         print("| requests | served by the fallback | explored | satisfaction "
               "| cost / static mixture (judge calls left out) |")
         print("|---|---|---|---|---|")

@@ -286,6 +286,13 @@ def test_dearest_names_the_model_that_took_the_cost_and_the_mixtures_models_fate
     assert exit_.value.code == 2 and "--dearest must be >= 0" in capsys.readouterr().err
 
 
+def _main_on_fakes(bench, monkeypatch, fake: dict, option: str) -> None:
+    """The script on the demo's contextual mode, seeds 0 and 1, each run ``fake[seed]`` (alpha 80%)."""
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1", option]) == 0
+
+
 def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(bench, capsys, monkeypatch):
     """``--by-model``: per kind of step and model, the mean steps a run, their satisfaction and
     their cost over the static mixture's cost per request; a model a kind served on fewer
@@ -299,11 +306,9 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     kinds[1, 3] = (600.0, 480.0, 600.0 * 2 * mix)  # the fallback: 600 steps of model 3 at 2x, 80% satisfied
     kinds[2, 0] = (n - 600.4, 0.5 * (n - 600.4), 0.1 * mix * (n - 600.4))
     kinds[0, 1] = (0.3, 0.3, 0.3 * mix)  # under half a step a run (0.45 in the mean): left out
-    fake = {s: (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, kinds * (1 + s), None) for s in range(2)}
-    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
-    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
-    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
-                       "--by-model"]) == 0
+    run = (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND)
+    fake = {s: run + (kinds * (1 + s), None) for s in range(2)}
+    _main_on_fakes(bench, monkeypatch, fake, "--by-model")
     out = capsys.readouterr().out.split("+ judge")[0]
     assert f"steps by kind and model, demo (mixed), contextual (mean of 2 runs of {n:,} requests" in out
     rows = [line for line in out.splitlines() if line.startswith("| fallback |") or line.startswith("| plan |")
@@ -314,9 +319,7 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     # the mean of the two runs (1x and 2x the kinds): 900 steps, 80% satisfied, 900 * 2 / n of the mixture
     assert rows[0] == f"| fallback | {big} | {acc:.1f}% | {unit:.2f}x | 900.0 | 80.0% | {900 * 2 / n:.3f}x |"
     assert len(rows) == 2 and rows[1].startswith(f"| plan | {demo.models[0]} |")
-    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed][:9] + (None, None))
-    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
-                       "--by-model"]) == 0
+    _main_on_fakes(bench, monkeypatch, {s: run + (None, None) for s in range(2)}, "--by-model")
     assert "steps by kind" not in capsys.readouterr().out
 
 
@@ -336,10 +339,7 @@ def test_timeline_prints_the_stream_by_tenths_averaged_over_runs(bench, capsys, 
     line[0, 3] = 2 * part * mix  # the first tenth at 2x
     run = (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND, None)
     fake = {0: run + (line,), 1: run + (line * np.array([1.0, 1.0, 1.0, 2.0]),)}  # seed 1 at twice the cost
-    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed])
-    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
-    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
-                       "--timeline"]) == 0
+    _main_on_fakes(bench, monkeypatch, fake, "--timeline")
     out = capsys.readouterr().out.split("+ judge")[0]
     assert f"the stream by tenths, demo (mixed), contextual (mean of 2 runs of {n:,} requests" in out
     digits = {f"| {d}" for d in "123456789"}
@@ -348,9 +348,7 @@ def test_timeline_prints_the_stream_by_tenths_averaged_over_runs(bench, capsys, 
     # the first tenth: all fallback, 5% explored, 80% satisfied, (2x + 4x) / 2 = 3x the mixture
     assert rows[0] == f"| 1-{part:,} | 100% | 5.0% | 80.0% | 3.00x |"
     assert rows[-1].startswith(f"| {n - part + 1:,}-{n:,} | 10% |") and rows[-1].endswith("| 1.50x |")
-    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest: fake[seed][:10] + (None,))
-    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
-                       "--timeline"]) == 0
+    _main_on_fakes(bench, monkeypatch, {s: run + (None,) for s in range(2)}, "--timeline")
     assert "the stream by tenths" not in capsys.readouterr().out
 
 
