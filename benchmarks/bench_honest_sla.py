@@ -13,6 +13,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --scenarios fresh --modes contextual --dearest 3   # where the cost went
     python benchmarks/bench_honest_sla.py --scenarios unseen --modes contextual --by-model   # steps and cost per kind and model
     python benchmarks/bench_honest_sla.py --scenarios demo llama --judge-only   # the judge rows alone
+    python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --judge-budget 0.25   # a cheaper judge budget
     python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --timeline   # the stream by tenths
     python benchmarks/bench_honest_sla.py --scenarios unseen --judge-only --judge-all   # a judge on zoos too
 
@@ -42,6 +43,10 @@ no per-dataset tuning):
   call costs the zoo's cheapest model's mean cost per request, counted in the cost. The
   issue's streams (demo, llama) have one; ``--judge-all`` gives every stream one, and
   ``--judge-only`` runs the judge rows alone (no break-even, which needs both).
+  ``--judge-budget F`` has the judge read only a share F of the unlabelled requests (and
+  the thumbed ones, as before), as ``slarouter compare --judge-budget`` does; its rows are
+  named for it, and the issue's judge goals, which are for a judge on every request, are
+  left out of the scorecard.
 
 Columns: "met" = whole-stream satisfaction >= alpha in at least 18 of 20 seeds; cost is
 the mean cost per request (judge calls included) over the static mixture's (the cheapest
@@ -264,11 +269,20 @@ def best_model_fate(best: int, spend: tuple, policy, misled: float) -> tuple:
                    int(thumbs[best]), policy.fallback_model())
 
 
+def judge_label(judge: bool, budget: float = 1.0) -> str:
+    """What a row's name says of its judge: `` + judge`` on every unlabelled request, else
+    the share of them it reads (the issue's goals are for the first)."""
+    if not judge:
+        return ""
+    return " + judge" if budget >= 1.0 else f" + judge on {100 * budget:g}% of unlabelled"
+
+
 def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
-        settings: dict | None = None) -> list[dict]:
+        settings: dict | None = None, judge_budget: float = 1.0) -> list[dict]:
     from joblib import Parallel, delayed
 
-    fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
+    fb = (FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"], judge_budget=judge_budget) if judge
+          else FeedbackConfig())
     call_cost = float(data.costs.mean(0).min()) if judge else 0.0
     weights, mix, _ = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)
     tasks = [(m, s) for m in modes for s in seeds]
@@ -287,7 +301,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
         cleared = np.isfinite(lcb) & (lcb >= alpha)
         width = np.array([r[7] for r in res]) - lcb  # the bound's width at the window's end
         rows.append(dict(
-            scenario=name + (" + judge" if judge else ""), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
+            scenario=name + judge_label(judge, judge_budget), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
             sat=float(sat.mean()), sat_min=float(sat.min()),
             lcb=float(np.nanmean(lcb)) if np.isfinite(lcb).any() else math.nan,
             margin=float(np.nanmean(width)) if np.isfinite(width).any() else math.nan,
@@ -685,6 +699,9 @@ def main(argv=None) -> int:
     ap.add_argument("--judge-only", action="store_true",
                     help="only the rows with judge fill-in (the streams that have one; no break-even, "
                          "which needs the rows without it)")
+    ap.add_argument("--judge-budget", type=float, default=1.0, metavar="F",
+                    help="the share of unlabelled requests the judge rows' judge reads (default 1: every one, "
+                         "the issue's goals); its rows are named for it and the break-even is per call")
     ap.add_argument("--judge-all", action="store_true",
                     help="a judge row for every stream, not only the issue's (demo and llama)")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
@@ -715,6 +732,8 @@ def main(argv=None) -> int:
         ap.error("--first-seed must be >= 0")
     if args.dearest < 0:
         ap.error("--dearest must be >= 0")
+    if not 0.0 < args.judge_budget <= 1.0:
+        ap.error("--judge-budget must be in (0, 1]")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.perf_counter()
     encoder = "" if args.encoder == DEFAULT_ENCODER else f", encoder {args.encoder}"
@@ -736,7 +755,7 @@ def main(argv=None) -> int:
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         per_point = mixture_price_of_a_point(data, alpha) if against else math.nan
         for judge in ((False,) if not args.judge_only else ()) + ((True,) if with_judge else ()):
-            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings)
+            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings, args.judge_budget)
             report(part, args)
             all_rows += part
             if not judge:
@@ -745,7 +764,8 @@ def main(argv=None) -> int:
                 judge_rows.append((plain, part))
             if against:
                 print(f"with {against}:")
-                changed = run(name, data, X, alpha, seeds, modes, judge, args.jobs, {**(settings or {}), **against})
+                changed = run(name, data, X, alpha, seeds, modes, judge, args.jobs, {**(settings or {}), **against},
+                              args.judge_budget)
                 report(changed, args)
                 changes.append((part[0], changed[0], per_point))
     if judge_rows:
