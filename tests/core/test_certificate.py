@@ -686,3 +686,17 @@ def test_a_judge_on_a_share_of_unrated_requests_leaves_the_estimate_unbiased_and
     cert = Certificate(0.7, delta, "window", n)
     partial_judge_run(cert, 0, n, budget)
     assert cert.judge_share == pytest.approx(budget if budget > 0 else 0.0, abs=0.05)
+
+
+def test_the_judges_share_survives_a_checkpoint_an_older_one_reads_none_and_a_bad_one_is_refused():
+    cert = Certificate(0.7, 0.05, "window", 600)
+    partial_judge_run(cert, 1, 600, budget=0.3)
+    meta, arrays = cert.state_dict()
+    again = Certificate(0.7, 0.05, "window", 600)
+    again.load_state(meta, arrays)
+    assert again.judge_share == cert.judge_share < 0.5
+    older = Certificate(0.7, 0.05, "window", 600)
+    older.load_state({k: v for k, v in meta.items() if k not in ("open_steps", "open_judged")}, arrays)
+    assert older.judge_share == 1.0  # none measured yet: the judge's verdicts as they are until it is
+    with pytest.raises(ValueError, match="open_judged"):
+        Certificate(0.7, 0.05, "window", 600).load_state({**meta, "open_judged": meta["open_steps"] + 1}, arrays)
