@@ -224,13 +224,19 @@ def steps_by_kind(n_models: int, a: dict, capped: np.ndarray) -> np.ndarray:
 TENTHS = 10
 
 
+def tenths(n: int) -> list[np.ndarray]:
+    """The request positions of each tenth of a stream of ``n`` (the one split the timeline
+    is measured and printed by)."""
+    return np.array_split(np.arange(n), TENTHS)
+
+
 def by_tenths(a: dict, capped: np.ndarray) -> np.ndarray:
     """Per tenth of one run's stream: ``(TENTHS, 4)`` of (share of requests the fallback
     served, share explored, satisfaction, cost summed), what ``--timeline`` reads."""
     explored = a["explored"].astype(bool)
-    cols = (capped & ~explored, explored, a["satisfied"], a["cost"])
-    parts = np.array_split(np.arange(len(explored)), TENTHS)
-    return np.array([[float(np.mean(c[p])) for c in cols[:3]] + [float(np.sum(cols[3][p]))] for p in parts])
+    shares = (capped & ~explored, explored, a["satisfied"])
+    return np.array([[float(np.mean(c[p])) for c in shares] + [float(np.sum(a["cost"][p]))]
+                     for p in tenths(len(explored))])
 
 
 def where_the_cost_went(n_models: int, a: dict, policy, off: np.ndarray | None) -> tuple:
@@ -454,7 +460,7 @@ def print_timeline(rows: list[dict]) -> None:
         print("| requests | served by the fallback | explored | satisfaction "
               "| cost / static mixture (judge calls left out) |")
         print("|---|---|---|---|---|")
-        for k, part in enumerate(np.array_split(np.arange(n), TENTHS)):
+        for k, part in enumerate(tenths(n)):
             fallback, explored, sat, spent = r["timeline"][k]
             print(f"| {part[0] + 1:,}-{part[-1] + 1:,} | {100 * fallback:.0f}% | {100 * explored:.1f}% | "
                   f"{100 * sat:.1f}% | {spent / len(part) / r['mix']:.2f}x |")

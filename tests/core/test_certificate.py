@@ -23,18 +23,22 @@ from .test_contextual import contextual, zoo
 HARSH = JudgeModel(fpr=0.05, fnr=0.25, name="harsh")
 
 
-def synthetic_run(cert: Certificate, seed: int, n: int, phi: float = 0.2, judge: JudgeModel | None = HARSH):
-    """One stream whose truth is known: request i is satisfied with probability ``p_i``,
-    the text model predicts a constant 0.6 (badly wrong), thumbs come with probability
-    ``phi``, the judge reads every answer. Returns (truth, estimate, bound, judge-as-label)."""
+def synthetic_run(cert: Certificate, seed: int, n: int, phi: float = 0.2, judge: JudgeModel | None = HARSH,
+                  budget: float = 1.0, predicted: float = 0.6):
+    """One stream whose truth is known: request i is satisfied with probability ``p_i``
+    (mean 0.625), the text model predicts a constant ``predicted`` (badly wrong), thumbs
+    come with probability ``phi``, the judge reads every rated answer (its calibration
+    pairs) and a share ``budget`` of the unrated ones, as ``FeedbackConfig(judge_budget=...)``
+    fills in. Returns (truth, estimate, bound, judge-as-label)."""
     rng = np.random.default_rng(seed)
     p = rng.uniform(0.3, 0.95, n)
     y = (rng.random(n) < p).astype(float)
     thumbs = rng.random(n) < phi
     verdict = judge.corrupt(y.astype(int), rng).astype(float) if judge is not None else None
+    read = thumbs | (rng.random(n) < budget) if budget < 1.0 else np.ones(n, bool)
     for i in range(n):
-        j = None if verdict is None else float(verdict[i])
-        cert.account(0.6, j, float(y[i]) if thumbs[i] else None)
+        j = None if verdict is None or not read[i] else float(verdict[i])
+        cert.account(predicted, j, float(y[i]) if thumbs[i] else None)
     naive = np.where(thumbs, y, verdict if verdict is not None else 0.6).mean()
     return y.mean(), cert.estimate(), cert.lower_bound(), naive
 
@@ -652,24 +656,6 @@ def test_the_reported_fallback_model_is_the_one_the_rescue_serves():
         assert pol.fallback_model() == model
 
 
-def partial_judge_run(cert: Certificate, seed: int, n: int, budget: float, phi: float = 0.2,
-                      predicted: float = 0.9):
-    """A stream whose truth is known (satisfied with probability ``p_i``, mean 0.625), a text
-    model far too generous (a constant ``predicted``), thumbs with probability ``phi``, and
-    a judge that reads every rated answer (its calibration pairs) but only a share
-    ``budget`` of the unrated ones, as ``FeedbackConfig(judge_budget=...)`` fills in.
-    Returns (truth, estimate, bound)."""
-    rng = np.random.default_rng(seed)
-    p = rng.uniform(0.3, 0.95, n)
-    y = (rng.random(n) < p).astype(float)
-    thumbs = rng.random(n) < phi
-    read = thumbs | (rng.random(n) < budget)
-    verdict = HARSH.corrupt(y.astype(int), rng).astype(float)
-    for i in range(n):
-        cert.account(predicted, float(verdict[i]) if read[i] else None, float(y[i]) if thumbs[i] else None)
-    return y.mean(), cert.estimate(), cert.lower_bound()
-
-
 @pytest.mark.parametrize("budget", [0.0, 0.25, 0.6, 1.0])
 def test_a_judge_on_a_share_of_unrated_requests_leaves_the_estimate_unbiased_and_the_bound_covering(budget):
     """The thumbs rectify each step's prediction as it would have been unrated: the judge's
@@ -678,19 +664,20 @@ def test_a_judge_on_a_share_of_unrated_requests_leaves_the_estimate_unbiased_and
     model's 27-point over-prediction on every unjudged step: the estimate 0.16 too high at
     a quarter's budget, and a bound that never covered."""
     n, reps, delta = 1500, 100, 0.05
-    out = np.array([partial_judge_run(Certificate(0.7, delta, "window", n), s, n, budget) for s in range(reps)])
-    truth, est, lcb = out.T
+    out = np.array([synthetic_run(Certificate(0.7, delta, "window", n), s, n, budget=budget, predicted=0.9)
+                    for s in range(reps)])
+    truth, est, lcb, _ = out.T
     err = est - truth
     assert abs(err.mean()) < 3 * err.std() / np.sqrt(reps) + 2e-3, err.mean()
     assert np.mean(truth < lcb) <= delta + 0.06
     cert = Certificate(0.7, delta, "window", n)
-    partial_judge_run(cert, 0, n, budget)
-    assert cert.judge_share == pytest.approx(budget if budget > 0 else 0.0, abs=0.05)
+    synthetic_run(cert, 0, n, budget=budget, predicted=0.9)
+    assert cert.judge_share == pytest.approx(budget, abs=0.05)
 
 
 def test_the_judges_share_survives_a_checkpoint_an_older_one_reads_none_and_a_bad_one_is_refused():
     cert = Certificate(0.7, 0.05, "window", 600)
-    partial_judge_run(cert, 1, 600, budget=0.3)
+    synthetic_run(cert, 1, 600, budget=0.3, predicted=0.9)
     meta, arrays = cert.state_dict()
     again = Certificate(0.7, 0.05, "window", 600)
     again.load_state(meta, arrays)
