@@ -14,6 +14,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --scenarios unseen --modes contextual --by-model   # steps and cost per kind and model
     python benchmarks/bench_honest_sla.py --scenarios demo llama --judge-only   # the judge rows alone
     python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --judge-budget 0.25   # a cheaper judge budget
+    python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --delay 50   # thumbs 50 requests late
     python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --timeline   # the stream by tenths
     python benchmarks/bench_honest_sla.py --scenarios unseen --judge-only --judge-all   # a judge on zoos too
 
@@ -39,14 +40,17 @@ no per-dataset tuning):
   and 11-model zoos with alpha between their two most accurate models z = 2, 3;
 * judge rows (``+ judge``): the same streams with judge fill-in (an ACPBench-grade judge,
   ``FeedbackConfig(judge_fill=...)``): users' thumbs where they gave them, the judge's
-  verdict on every other answer and on the thumbed ones (the calibration pairs). A judge
+  verdict on every other answer and beside the thumbs (the calibration pairs). A judge
   call costs the zoo's cheapest model's mean cost per request, counted in the cost. The
   issue's streams (demo, llama) have one; ``--judge-all`` gives every stream one, and
   ``--judge-only`` runs the judge rows alone (no break-even, which needs both).
-  ``--judge-budget F`` has the judge read only a share F of the unlabelled requests (and
-  the thumbed ones, as before), as ``slarouter compare --judge-budget`` does; its rows are
+  ``--judge-budget F`` has the judge read only a share F of the requests, drawn whatever
+  their thumbs, as ``slarouter compare --judge-budget`` does; its rows are
   named for it, and the issue's judge goals, which are for a judge on every request, are
   left out of the scorecard.
+* ``--delay D``: every user's thumbs reach the router D requests after their request
+  (``FeedbackConfig(kind="delayed")``), as in a service; the judge's verdict still comes
+  with the answer. Rows are named for it and left out of the scorecard.
 
 Columns: "met" = whole-stream satisfaction >= alpha in at least 18 of 20 seeds; cost is
 the mean cost per request (judge calls included) over the static mixture's (the cheapest
@@ -276,19 +280,26 @@ def best_model_fate(best: int, spend: tuple, policy, misled: float) -> tuple:
 
 
 def judge_label(judge: bool, budget: float = 1.0) -> str:
-    """What a row's name says of its judge: `` + judge`` on every unlabelled request, else
-    the share of them it reads (the issue's goals are for the first)."""
+    """What a row's name says of its judge: `` + judge`` on every request, else the share
+    of them it reads (the issue's goals are for the first)."""
     if not judge:
         return ""
-    return " + judge" if budget >= 1.0 else f" + judge on {100 * budget:g}% of unlabelled"
+    return " + judge" if budget >= 1.0 else f" + judge on {100 * budget:g}% of requests"
+
+
+def delay_label(delay: int) -> str:
+    """What a row's name says of late thumbs (named with a "+", so that the scorecard,
+    which is for thumbs given with their request, leaves it out)."""
+    return f" + thumbs {delay} requests late" if delay else ""
 
 
 def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
-        settings: dict | None = None, judge_budget: float = 1.0) -> list[dict]:
+        settings: dict | None = None, judge_budget: float = 1.0, delay: int = 0) -> list[dict]:
     from joblib import Parallel, delayed
 
-    fb = (FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"], judge_budget=judge_budget) if judge
-          else FeedbackConfig())
+    timing = {"kind": "delayed", "delay": float(delay)} if delay else {}
+    fb = (FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"], judge_budget=judge_budget, **timing) if judge
+          else FeedbackConfig(**timing))
     call_cost = float(data.costs.mean(0).min()) if judge else 0.0
     weights, mix, _ = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)
     tasks = [(m, s) for m in modes for s in seeds]
@@ -307,7 +318,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
         cleared = np.isfinite(lcb) & (lcb >= alpha)
         width = np.array([r[7] for r in res]) - lcb  # the bound's width at the window's end
         rows.append(dict(
-            scenario=name + judge_label(judge, judge_budget), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
+            scenario=name + judge_label(judge, judge_budget) + delay_label(delay), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
             sat=float(sat.mean()), sat_min=float(sat.min()),
             lcb=float(np.nanmean(lcb)) if np.isfinite(lcb).any() else math.nan,
             margin=float(np.nanmean(width)) if np.isfinite(width).any() else math.nan,
@@ -706,8 +717,11 @@ def main(argv=None) -> int:
                     help="only the rows with judge fill-in (the streams that have one; no break-even, "
                          "which needs the rows without it)")
     ap.add_argument("--judge-budget", type=float, default=1.0, metavar="F",
-                    help="the share of unlabelled requests the judge rows' judge reads (default 1: every one, "
+                    help="the share of requests the judge rows' judge reads, drawn whatever their thumbs (default 1: every one, "
                          "the issue's goals); its rows are named for it and the break-even is per call")
+    ap.add_argument("--delay", type=int, default=0, metavar="D",
+                    help="the users' thumbs reach the router D requests after their request (default 0: with it); "
+                         "its rows are named for it and left out of the scorecard")
     ap.add_argument("--judge-all", action="store_true",
                     help="a judge row for every stream, not only the issue's (demo and llama)")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
@@ -740,6 +754,8 @@ def main(argv=None) -> int:
         ap.error("--dearest must be >= 0")
     if not 0.0 < args.judge_budget <= 1.0:
         ap.error("--judge-budget must be in (0, 1]")
+    if args.delay < 0:
+        ap.error("--delay must be >= 0")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.perf_counter()
     encoder = "" if args.encoder == DEFAULT_ENCODER else f", encoder {args.encoder}"
@@ -761,7 +777,7 @@ def main(argv=None) -> int:
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         per_point = mixture_price_of_a_point(data, alpha) if against else math.nan
         for judge in ((False,) if not args.judge_only else ()) + ((True,) if with_judge else ()):
-            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings, args.judge_budget)
+            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings, args.judge_budget, args.delay)
             report(part, args)
             all_rows += part
             if not judge:
@@ -771,7 +787,7 @@ def main(argv=None) -> int:
             if against:
                 print(f"with {against}:")
                 changed = run(name, data, X, alpha, seeds, modes, judge, args.jobs, {**(settings or {}), **against},
-                              args.judge_budget)
+                              args.judge_budget, args.delay)
                 report(changed, args)
                 changes.append((part[0], changed[0], per_point))
     if judge_rows:

@@ -120,10 +120,11 @@ with st.sidebar:
     st.selectbox("LLM judge where users give no thumbs", JUDGE_CHOICES, format_func=lambda j: j or "none",
                  **select_widget("w_judge", JUDGE_CHOICES),
                  help="The judge reads the answer and gives a verdict (with its measured error rates) on a share of "
-                      "the requests the users left without thumbs. Its calls are counted apart from thumbs and "
+                      "the requests, drawn whatever thumbs they get: where there are none its verdict stands in, "
+                      "where there are the pair calibrates it. Its calls are counted apart from thumbs and "
                       "their cost is added to each router's operating cost.")
     if run.judge:
-        st.slider("judge budget (share of requests without thumbs)", 0.0, 1.0, step=0.05, **widget("w_jbudget"))
+        st.slider("judge budget (share of requests it reads)", 0.0, 1.0, step=0.05, **widget("w_jbudget"))
         st.number_input(f"judge cost per call ({data.cost_unit})", format="%.4g", **widget("w_jcost"),
                         help="Default: the mean cost per request of the zoo's cheapest model, "
                              f"{human_cost(judge_call_cost(data, None), data.cost_unit)} "

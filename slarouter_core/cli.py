@@ -153,7 +153,8 @@ def add_feedback_args(sp: argparse.ArgumentParser, several: bool = False) -> Non
                     help="judge fill-in (the paper's protocol): users' thumbs as given, and a simulated LLM "
                          "judge's verdict on the requests without them")
     sp.add_argument("--judge-budget", type=float, default=None,
-                    help="judge fill-in: share of the requests without thumbs the judge labels (default 1.0)")
+                    help="judge fill-in: share of the requests the judge reads, drawn whatever their thumbs "
+                         "(its verdict stands in where there are none; default 1.0)")
     sp.add_argument("--judge-cost", type=float, default=None,
                     help="one judge call in the data's cost unit (default: the cheapest model's mean cost per "
                          "request on each benchmark); added to the operating cost")
@@ -178,7 +179,7 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
     rates = args.feedback_rate if isinstance(args.feedback_rate, list) else [args.feedback_rate]
     rates = [DEFAULT_FEEDBACK_RATE if r is None else r for r in rates]  # compare leaves it unset until apply_protocol
     if args.judge_budget is not None and not args.judge_fill:
-        raise ValueError("--judge-budget is the share of unlabelled requests the judge fills in: add --judge-fill")
+        raise ValueError("--judge-budget is the share of requests the judge fills in: add --judge-fill")
     out = []
     for kind in dict.fromkeys(kinds):
         if kind in KINDS:
@@ -618,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     pre.add_argument("--judge-fill", default=None, choices=list(JUDGE_PRESETS),
                      help="an LLM judge with these error rates reads the answers without thumbs")
     pre.add_argument("--judge-budget", type=float, default=None,
-                     help="share of the answers without thumbs the judge reads (default: the zoo's judge budget, "
+                     help="share of the answers the judge reads, whatever their thumbs (default: the zoo's judge budget, "
                           "else 1.0)")
     pre.add_argument("--judge-cost", type=float, default=None,
                      help="one judge call in the costs' unit (default: the zoo's judge price, else the cheapest "

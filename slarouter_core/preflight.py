@@ -63,7 +63,7 @@ class PreflightConfig(Checked):
     guarantee: str = param("window", Choice(GUARANTEES))
     #: an LLM judge filling in where users give no thumbs (its error rates), or None
     judge: JudgeModel | None = param(None, Instance(JudgeModel, optional=True, from_dict=True))
-    #: share of the answers without thumbs that the judge reads (it reads every thumbed one)
+    #: share of the answers the judge reads, drawn regardless of the thumbs (those rated calibrate it)
     judge_budget: float = param(1.0, Range(low=0.0, high=1.0))
     #: one judge call in the costs' unit; None: the cheapest model's mean cost per request
     judge_cost: float | None = param(None, Range(low=0.0, optional=True, to_float=True))
@@ -111,14 +111,14 @@ class _Margins:
         self.r2_judged = judge_residual(acc, cfg.judge) if judged else None
         self.budget = cfg.judge_budget if judged else 0.0
 
-    def judged_share(self, phi: float) -> float:
-        """Share of answers a judge reads: every thumbed one, and ``budget`` of the rest."""
-        return 0.0 if self.r2_judged is None else phi + (1.0 - phi) * self.budget
+    def judged_share(self) -> float:
+        """Share of answers a judge reads: ``budget``, drawn regardless of the thumbs."""
+        return 0.0 if self.r2_judged is None else self.budget
 
     def step_var(self, target: float, phi: float) -> float:
         f = static_mixture_lp(self.acc, self.cost, min(target, float(self.acc.max())))[0]
         r2u = float(f @ self.r2_blind) if self.cfg.residual_var is None else self.cfg.residual_var
-        share = self.judged_share(phi)
+        share = self.judged_share()
         r2 = r2u if share == 0.0 else share * min(float(f @ self.r2_judged), r2u) + (1.0 - share) * r2u
         return (1.0 - phi) / phi * r2
 
@@ -286,7 +286,7 @@ def preflight(accuracy: Sequence[float], mean_cost: Sequence[float], config: Pre
     runner_up = int(others[0]) if others else None
     judge_cost = float(cost.min()) if cfg.judge_cost is None else float(cfg.judge_cost)
     judged = _Margins(acc, cost, cfg, cfg.judge is not None)
-    calls = judged.judged_share(cfg.feedback_rate)
+    calls = judged.judged_share()
 
     headroom = judged.clears()
     certifiable = headroom >= -1e-12

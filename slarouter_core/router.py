@@ -317,7 +317,10 @@ class SLARouter:
                 judge: int | None = None) -> None:
         """Feed back the user's verdict on the served response (None: none yet; it may
         still come through :meth:`late_feedback`), and optionally an LLM judge's verdict
-        on the same response (``judge``, 0/1; see :attr:`judge_use`)."""
+        on the same response (``judge``, 0/1; see :attr:`judge_use`). Which responses go
+        to the judge must not depend on their thumbs (draw it when serving): the
+        contextual policy's estimate rectifies the prediction a step has, and is biased
+        where having it depends on being rated."""
         if self._pending is None or self._pending[0] is not decision:
             raise RuntimeError("observe() must be called once, for the latest decision")
         if feedback is not None and feedback not in (0, 1, True, False):
@@ -348,8 +351,9 @@ class SLARouter:
         current SLA window's first warning (``first_at_risk``, None if none; each window
         starts clear), and the guarantee in words (``guarantee``; None for a policy that
         claims none). The contextual policy adds its bound, estimate, the window's length,
-        the requests served in it, its index (``window_index``, from 0) and how many
-        windows were warned (``windows_at_risk``)."""
+        the requests served in it, its index (``window_index``, from 0), how many
+        windows were warned (``windows_at_risk``) and how many of the window's requests
+        still await thumbs the delay so far says may come (``thumbs_pending``)."""
         return dict(self.policy.sla_status())
 
     def late_feedback(self, t: int, feedback: int | float) -> None:

@@ -78,7 +78,7 @@ class RunSettings(Checked):
     ``alpha=None`` means the data's midpoint alpha (halfway between the accuracies of the
     two most expensive models). ``V`` is used when ``fixed_v``; otherwise V is data-driven
     from ``q_max`` and ``eps``. ``judge`` (a ``JUDGE_PRESETS`` name, "" for none) fills in
-    a verdict on a share ``judge_budget`` of the requests the users left without thumbs;
+    a verdict on a share ``judge_budget`` of the requests (drawn whatever their thumbs);
     each call costs ``judge_cost`` (None: the zoo's cheapest model's mean cost per request).
     ``stated_levels``: each model's accuracy as its provider or a leaderboard states it, one
     per model of the data in its model order (empty: none), for the routers that take them

@@ -16,11 +16,17 @@ unbiased however wrong the text model or the judge is (a judge 7 points too hars
 residuals, separately for judged and unjudged steps (a good judge shrinks the first).
 
 The rectification holds only if ``g_t`` is the prediction the step would have had without
-its thumbs. A judge that fills in reads every rated answer (those pairs calibrate it) but
-only a share ``b`` of the unrated ones (its budget), so on a rated step the prediction is
-``b g_judge + (1 - b) p`` (``b`` the share of unrated steps it read so far,
-:attr:`Certificate.judge_share`): the thumbs then correct the text model's error on the
-unjudged steps too, which the judge's prediction alone left standing.
+its thumbs, so whether a step goes to the judge must not depend on whether it was rated:
+a judge on a budget reads a share ``b`` of all answers, drawn when the answer is served
+(rated ones give its calibration pairs; :attr:`Certificate.judge_share` is ``b`` as
+measured). Thumbs that arrive after their step was accounted rectify it then
+(:meth:`Certificate.late_thumbs`); ``phi`` is then the share of steps whose thumbs were
+due, not of all steps: with thumbs ``d`` requests late (``d`` the mean delay so far) the
+last ``d`` steps cannot have theirs yet, and dividing by all steps inflated every
+correction. Those last steps' corrections are still to come, so the window's count adds
+the text model's mean error so far (the corrections per due step) for each of them, and
+its variance; late thumbs for a step of an earlier window correct nothing in this one.
+``benchmarks/bench_judge_timing.py`` measures each rule against its breach.
 
 **Bound.** ``guarantee="window"`` (default): for each window of ``N`` requests (the stream
 in simulation; a setting in a service, windows then follow each other),
@@ -98,6 +104,10 @@ class Certificate:
         # budget as the estimate sees it (judge_share)
         self.open_steps = 0
         self.open_judged = 0
+        # steps between each step and its thumbs, summed (0 for thumbs given with the step),
+        # and the thumbs' corrections (s - g) summed over all windows
+        self.delay_sum = 0.0
+        self.rect_all = 0.0
         self.r2 = np.zeros(2)
         self.r2_n = np.zeros(2)
         self.pairs_buf = np.zeros((MAX_PAIRS, 3))  # (logit p, verdict, thumbs), a ring
@@ -115,8 +125,13 @@ class Certificate:
     # -- the estimate -------------------------------------------------------------------
     @property
     def phi(self) -> float:
-        """Running share of steps with thumbs (a Laplace-smoothed, predictable estimate)."""
-        return (self.thumbs + 1.0) / (self.steps + 1.0)
+        """Running share of steps with thumbs (a Laplace-smoothed, predictable estimate),
+        among the steps whose thumbs were due: all but the mean delay of the thumbs so far."""
+        return self._phi(self.delay_sum / self.thumbs if self.thumbs else 0.0)
+
+    def _phi(self, lag: float) -> float:
+        due = max(self.steps - lag, self.thumbs)
+        return min(1.0, (self.thumbs + 1.0) / (due + 1.0))
 
     def value(self, p: float, judge: float | None) -> float:
         """The prediction ``g`` for a step: the text model's, or the calibrated judge's."""
@@ -133,12 +148,12 @@ class Certificate:
 
     @property
     def judge_share(self) -> float:
-        """Share of the steps without thumbs that a judge read (1 before there is one): the
-        chance that a step would have been judged had its user not rated it."""
+        """Share of the steps accounted without thumbs that a judge read (1 before there is
+        one): the chance that a step is judged, rated or not (the judge's budget)."""
         return self.open_judged / self.open_steps if self.open_steps else 1.0
 
     def step_var(self) -> float:
-        """Variance one upcoming step adds (at the judge's share of the unrated steps)."""
+        """Variance one upcoming step adds (at the judge's share of the steps)."""
         phi = self.phi
         share = self.judge_share if self.judged else 0.0
         r2 = share * self.residual_var(True) + (1 - share) * self.residual_var(False)
@@ -148,25 +163,14 @@ class Certificate:
         """Step accounted; returns ``(s, g)``: its share of the estimate and its prediction."""
         if self.guarantee == "window" and self.t >= self.window:
             self.new_window()
-        gj = self.value(p, judge)
+        g = self.value(p, judge)
         phi = self.phi
-        share = self.judge_share
-        if judge is not None and feedback is not None and self.calib is not None and share < 1.0:
-            # a judge reads every rated answer (its calibration pairs) but only a share of the
-            # unrated ones: the thumbs rectify the prediction this step would have had unrated,
-            # the judge's calibrated verdict at that share and the text model's otherwise.
-            # Rectifying the judge's alone left the text model's error on every unjudged step
-            # uncorrected (Llama-3, a judge on a quarter of the unrated requests: a bound above
-            # alpha in 11 runs of 20, and 4 of them below alpha; development run)
-            g = share * gj + (1.0 - share) * float(p)
-            rv = share * self.residual_var(True) + (1.0 - share) * self.residual_var(False)
-        else:
-            g, rv = gj, self.residual_var(judge is not None)
-        self.var += (1.0 - phi) / phi * rv
+        self.var += (1.0 - phi) / phi * self.residual_var(judge is not None)
         s = g
         if feedback is not None:
             s = g + (feedback - g) / phi if self.rectify else feedback
-            self._learn(p, gj, judge, feedback)
+            self.rect_all += s - g
+            self._learn(p, g, judge, feedback)
         else:
             self.open_steps += 1
             self.open_judged += judge is not None
@@ -177,29 +181,40 @@ class Certificate:
         self.judged += judge is not None
         return s, g
 
-    def late_thumbs(self, p: float, g: float, judge: float | None, feedback: float) -> float:
-        """Thumbs for a step already accounted without them; returns what they add to its value."""
-        ds = (feedback - g) / self.phi if self.rectify else feedback - g
+    def late_thumbs(self, p: float, g: float, judge: float | None, feedback: float, age: int = 0) -> float:
+        """Thumbs for a step already accounted without them, ``age`` steps ago; returns what
+        they add to its value (in window mode nothing, for a step of an earlier window)."""
+        age = max(int(age), 0)
+        # phi before these thumbs, with their delay in the lag: the first late thumbs would
+        # otherwise divide by every step, due or not (the first correction tens of times too big)
+        phi = self._phi((self.delay_sum + age) / (self.thumbs + 1))
+        ds = (feedback - g) / phi if self.rectify else feedback - g
+        self.rect_all += ds
+        if self.guarantee == "window" and age >= self.t:
+            ds = 0.0  # its window is closed: its thumbs teach, they do not count here
         self.dr += ds
         self.thumbs += 1
+        self.delay_sum += age
         self._learn(p, g, judge, feedback)
         return ds
 
-    def late_judge(self, p: float, g: float, judge: float) -> float:
-        """A judge verdict for a step accounted without one and without thumbs: its
-        prediction becomes the calibrated judge's; returns the new prediction."""
+    def late_judge(self, p: float, g: float, judge: float, age: int = 0) -> float:
+        """A judge verdict for a step accounted without one and without thumbs, ``age``
+        steps ago: its prediction becomes the calibrated judge's (in window mode, for a step
+        of an earlier window, nothing changes in this one); returns the new prediction."""
         g_new = self.value(p, judge)
         phi = self.phi
-        self.dr += g_new - g
-        self.var += (1.0 - phi) / phi * (self.residual_var(True) - self.residual_var(False))
+        if not (self.guarantee == "window" and age >= self.t):
+            self.dr += g_new - g
+            self.var += (1.0 - phi) / phi * (self.residual_var(True) - self.residual_var(False))
         self.judged += 1
         self.open_judged += 1
         return g_new
 
     def _learn(self, p: float, g: float, judge: float | None, y: float) -> None:
         """A rated step's residuals (``g``: its prediction with the judge's verdict where there
-        is one) and calibration pair. While the judge reads only some unrated steps, a rated
-        one it read also measures the text model's own residual, which the unjudged ones need."""
+        is one) and calibration pair. While the judge reads only some steps, a rated one it
+        read also measures the text model's own residual, which the unjudged ones need."""
         k = int(judge is not None)
         self.r2[k] += (y - g) ** 2
         self.r2_n[k] += 1
@@ -223,6 +238,23 @@ class Certificate:
         """The kept calibration pairs (order does not matter to the fit)."""
         return self.pairs_buf[:min(self.pairs_n, MAX_PAIRS)]
 
+    def pending(self) -> float:
+        """Steps of this window whose thumbs, if any, are not due yet (the mean delay)."""
+        return min(self.delay_sum / self.thumbs, float(self.t)) if self.delay_sum else 0.0
+
+    def count(self) -> float:
+        """The window's estimated satisfied count: the steps' values, plus for each step
+        whose thumbs are not due yet the corrections per due step so far (an unbiased
+        estimate of the text model's mean error, which its thumbs would have corrected)."""
+        k = self.pending()
+        return self.dr + k * self.rect_all / max(self.steps - self.delay_sum / self.thumbs, 1.0) if k else self.dr
+
+    def count_var(self) -> float:
+        """The count's variance: the steps', plus that of the pending steps' correction."""
+        k = self.pending()
+        return self.var + k * k * self.step_var() / max(self.steps - self.delay_sum / self.thumbs, 1.0) if k \
+            else self.var
+
     def new_window(self) -> None:
         """The next SLA window: its estimate, variance and warnings start afresh (a warning of
         the last window says nothing of this one; what was learned about residuals and the
@@ -240,14 +272,14 @@ class Certificate:
         return self.z * math.sqrt(max(var, 0.0))
 
     def lower_count(self) -> float:
-        return self.dr - self.width(self.var)
+        return self.count() - self.width(self.count_var())
 
     def lower_bound(self) -> float:
         """The claimed lower bound on the satisfied share of the window so far."""
         return self.lower_count() / self.t if self.t else 0.0
 
     def estimate(self) -> float:
-        return self.dr / self.t if self.t else 0.0
+        return self.count() / self.t if self.t else 0.0
 
     def remaining(self) -> int:
         return max(self.window - self.t, 0)
@@ -255,10 +287,10 @@ class Certificate:
     def final_margin(self) -> float:
         """Window mode: the bound's width expected at the window's end, in requests
         (memoised on what it is computed from: a step reads it three or four times)."""
-        key = (self.var, self.t, self.window, self.steps, self.thumbs, self.judged,
+        key = (self.var, self.t, self.window, self.steps, self.thumbs, self.judged, self.delay_sum,
                self.r2.tobytes(), self.r2_n.tobytes())
         if self._margin is None or self._margin[0] != key:
-            self._margin = (key, self.width(self.var + self.remaining() * self.step_var()))
+            self._margin = (key, self.width(self.count_var() + self.remaining() * self.step_var()))
         return self._margin[1]
 
     def shortfall(self) -> float:
@@ -268,7 +300,7 @@ class Certificate:
         if self.guarantee == "anytime":
             return self.alpha * self.t - self.lower_count()
         share = min(1.0, self.t / (self.bank * self.window))
-        return self.alpha * self.t + share * self.final_margin() - self.dr
+        return self.alpha * self.t + share * self.final_margin() - self.count()
 
     def repay_rates(self) -> tuple[float, float] | None:
         """Window mode: ``(path, need)``, the path's rate now and the rate the rest of the
@@ -299,7 +331,7 @@ class Certificate:
             if shortfall < 0:
                 # a surplus may be noise: only what the bound is sure of is spent, and
                 # over the rest of the window (a deficit is repaid at once)
-                shortfall = min(0.0, shortfall + self.width(self.var))
+                shortfall = min(0.0, shortfall + self.width(self.count_var()))
                 horizon = max(self.remaining(), 1)
         else:
             base = self.alpha
@@ -313,7 +345,7 @@ class Certificate:
             # at risk: even at its best the window ends below alpha with probability above
             # 2 delta (a run that lands on its bound, as the controller aims to, is not)
             R = self.remaining()
-            end = self.dr + R * best_rate - self.z_risk * math.sqrt(self.var + R * self.step_var())
+            end = self.count() + R * best_rate - self.z_risk * math.sqrt(self.count_var() + R * self.step_var())
             risk = end < self.alpha * self.window
         else:  # anytime: the bound is behind alpha and even the best level is below it
             risk = self.lower_bound() < self.alpha and best_rate < self.alpha
@@ -358,6 +390,8 @@ class Certificate:
         meta["at_risk_since"] = self.at_risk_since
         meta["windows_at_risk"] = self.windows_at_risk
         meta["open_steps"], meta["open_judged"] = self.open_steps, self.open_judged
+        meta["delay_sum"] = repr(float(self.delay_sum))
+        meta["rect_all"] = repr(float(self.rect_all))
         arrays = {"certificate.r2": self.r2.copy(), "certificate.r2_n": self.r2_n.copy(),
                   "certificate.pairs": np.ascontiguousarray(self.pairs)}
         if self.calib is not None:
@@ -381,6 +415,13 @@ class Certificate:
         self.open_steps, self.open_judged = int(meta.get("open_steps", 0)), int(meta.get("open_judged", 0))
         if not 0 <= self.open_judged <= self.open_steps:
             raise ValueError("certificate state open_judged must be between 0 and open_steps")
+        # checkpoints before delays were kept: none (thumbs taken as given with their steps)
+        self.delay_sum = float(meta.get("delay_sum", 0.0))
+        self.rect_all = float(meta.get("rect_all", 0.0))
+        if not (math.isfinite(self.delay_sum) and self.delay_sum >= 0):
+            raise ValueError("certificate state delay_sum must be finite and non-negative")
+        if not math.isfinite(self.rect_all):
+            raise ValueError("certificate state rect_all is not finite")
         for k in ("r2", "r2_n"):
             a = np.array(arrays[f"certificate.{k}"], np.float64).reshape(2)
             if not np.all(np.isfinite(a)):

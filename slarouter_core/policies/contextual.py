@@ -702,7 +702,7 @@ class ContextualPolicy(Policy):
         return {"at_risk": cert.at_risk, "at_risk_since": cert.at_risk_since, "first_at_risk": cert.first_at_risk,
                 "guarantee": cert.describe(), "lower_bound": cert.lower_bound(), "estimate": cert.estimate(),
                 "window": cert.window, "window_served": cert.t, "window_index": cert.n_windows,
-                "windows_at_risk": cert.windows_at_risk}
+                "windows_at_risk": cert.windows_at_risk, "thumbs_pending": cert.pending()}
 
     def candidates(self, level: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Models still worth a label: not shown, with 95% confidence, to be dearer and not
@@ -1070,7 +1070,7 @@ class ContextualPolicy(Policy):
         m, p, x, code, g, judge, slot = rec
         if judge is not None:
             self._judge_pair(m, float(feedback), judge)
-        ds = self.cert.late_thumbs(p, g, judge, float(feedback))
+        ds = self.cert.late_thumbs(p, g, judge, float(feedback), age=self.cert.steps - int(t))
         if code == 2:
             self.blind_s[m] += ds
         self._learn(m, p, x, float(feedback), code, g, slot)
@@ -1084,7 +1084,7 @@ class ContextualPolicy(Policy):
         m, p, x, code, g, judge, _ = rec
         if judge is None:
             self._judged(m, code, float(verdict), None)
-            g_new = self.cert.late_judge(p, g, float(verdict))
+            g_new = self.cert.late_judge(p, g, float(verdict), age=self.cert.steps - int(t))
             if code == 2:
                 self.blind_s[m] += g_new - g
                 self.reg_g[m] += g_new - g

@@ -127,7 +127,8 @@ class RoutingService(Persistence):
         M = len(zoo)
         self.stats = [ModelStats() for _ in range(M)]
         self.breakers = [Breaker() for _ in range(M)]
-        #: id -> [t, chosen, served, status, feedback, predicted satisfaction, owner key id, judge verdict]
+        #: id -> [t, chosen, served, status, feedback, predicted satisfaction, owner key id, judge verdict,
+        #: judge call: None (not drawn), "due" (drawn, no verdict yet: thumbs wait for it), "done"]
         self.requests: OrderedDict[str, list] = OrderedDict()
         self.failed_requests = 0
         self.plug_sum = 0.0            # sum over steps of (feedback if given else predicted)
@@ -315,7 +316,7 @@ class RoutingService(Persistence):
         m = d.model
         self.stats[m].chosen += 1
         shat = float(d.shat[m]) if math.isfinite(float(d.shat[m])) else 0.0
-        self.requests[rid] = [d.t, m, None, "routing", None, shat, owner, None]
+        self.requests[rid] = [d.t, m, None, "routing", None, shat, owner, None, None]
         while len(self.requests) > LATE_WINDOW:
             self.requests.popitem(last=False)
         self.plug_sum += shat
@@ -417,7 +418,7 @@ class RoutingService(Persistence):
             if rec is None:
                 raise FeedbackError(404, f"unknown request_id {shown!r} (never served here, or older than "
                                          f"the last {LATE_WINDOW:,} requests)")
-            t, chosen, served, status, given, shat, made_by, judged = rec
+            t, chosen, served, status, given, shat, made_by, judged, _ = rec
             if made_by is not None and owner != made_by:
                 raise FeedbackError(403, f"request {shown!r} was made with another API key: only that key "
                                          "may give its feedback")
@@ -432,7 +433,8 @@ class RoutingService(Persistence):
                                          "after the answer")
             ev = {"rid": request_id, "f": int(satisfied)}
             try:
-                self.router.late_feedback(t, int(satisfied))
+                if not self._holds_thumbs(rec):
+                    self.router.late_feedback(t, int(satisfied))
             except KeyError:
                 if judged is not None and self.router.judge_use == "label":
                     raise FeedbackError(409, f"request {shown!r} was already labelled by the LLM judge "
@@ -446,8 +448,14 @@ class RoutingService(Persistence):
             return {"request_id": request_id, "accepted": True, "t": t,
                     "model": self.zoo.names[who], "q": float(self.router.decision_queue())}
 
+    def _holds_thumbs(self, rec: list) -> bool:
+        """Whether thumbs for this request wait for its judge's verdict before reaching the
+        router: a router that rectifies the judge's prediction with the thumbs (``judge_use``
+        "estimate") must rectify the prediction the step ends with, which the verdict sets."""
+        return rec[8] == "due" and self.router.judge_use == "estimate"
+
     def _apply_feedback(self, ev: dict, rec: list) -> int:
-        t, chosen, served, _, _, shat, _, _ = rec
+        t, chosen, served, _, _, shat, _, _, _ = rec
         f = ev["f"]
         rec[4] = bool(f)
         who = served if served is not None else chosen
@@ -460,21 +468,51 @@ class RoutingService(Persistence):
         return who
 
     # -- judge ------------------------------------------------------------------------
-    def judge_wanted(self, request_id: str) -> bool:
-        """Whether this answered request goes to the judge: it has no thumbs (yet), and
-        the budget's seeded draw says yes."""
+    # Which answers the judge reads is drawn when the answer is served (the budget's seeded
+    # draw), never after the user rated it: a judge that reads only the unrated answers makes
+    # a step's prediction depend on its thumbs, which the estimate's rectification cannot undo
+    # (a text model that over-predicts then lifts the estimate; see Certificate). The judge
+    # reads rated answers too (its calibration pairs), and thumbs given before its verdict
+    # wait for it (_holds_thumbs). Paper mode takes a verdict as a label: thumbs given before
+    # the call win there, and the call is not made.
+    def judge_assign(self, ticket: Ticket) -> bool:
+        """Draw whether this answered request goes to the judge (journaled)."""
         j = self.zoo.judge
         if j is None:
             return False
         with self._lock:
-            rec = self.requests.get(request_id)
-            if rec is None or rec[4] is not None or rec[3] != "answered":
+            rec = self.requests.get(ticket.request_id)
+            if rec is None or rec[3] != "answered" or self._judge_rng.random() >= j.budget:
                 return False
-            return self._judge_rng.random() < j.budget
+            ev = {"rid": ticket.request_id, "t": ticket.t}
+            self._log("judge_due", ev)
+            self._apply_judge_due(ev)
+            return True
 
-    def judge_skipped(self) -> None:
+    def _apply_judge_due(self, ev: dict) -> None:
+        rec = self.requests.get(ev["rid"])
+        if rec is not None:
+            rec[8] = "due"
+
+    def judge_wanted(self, request_id: str) -> bool:
+        """Whether the judge call drawn for this request is still to be made (in paper mode,
+        not once the user rated it)."""
         with self._lock:
-            self.judge["skipped"] += 1
+            rec = self.requests.get(request_id)
+            return (rec is not None and rec[8] == "due"
+                    and (rec[4] is None or self.router.judge_use != "label"))
+
+    def judge_dropped(self, ticket: Ticket, why: str) -> None:
+        """A drawn judge call that will not be made (``why``: "skipped" at the concurrency
+        bound, "rated" in paper mode, "lost" with a stopped process): no verdict, and thumbs
+        waiting for one go to the router."""
+        with self._lock:
+            self._drop_judge(ticket.request_id, ticket.t, why)
+
+    def _drop_judge(self, rid: str, t: int, why: str) -> None:
+        ev = {"rid": rid, "t": t, "verdict": None, "cost": 0.0, "dropped": why}
+        self._log("judge", ev)
+        self._apply_judge(ev)
 
     def judge_result(self, ticket: Ticket, verdict: int | None, prompt_tokens: int | None = None,
                      completion_tokens: int | None = None) -> None:
@@ -524,16 +562,37 @@ class RoutingService(Persistence):
             return self._refit_idle.wait_for(lambda: not self._refit_busy, timeout)
 
     def _apply_judge(self, ev: dict) -> None:
-        self.judge["calls"] += 1
-        self.judge["cost"] += ev["cost"]
-        if ev["verdict"] is None:
-            self.judge["failures"] += 1
-            return
-        self.judge["verdicts"] += 1
         rec = self.requests.get(ev["rid"])
-        if rec is not None:
-            rec[7] = int(ev["verdict"])
-        self.router.judge_verdict(ev["t"], int(ev["verdict"]))
+        dropped = ev.get("dropped")
+        if dropped is None:
+            self.judge["calls"] += 1
+            self.judge["cost"] += ev["cost"]
+            if ev["verdict"] is None:
+                self.judge["failures"] += 1
+            else:
+                self.judge["verdicts"] += 1
+                if rec is not None:
+                    rec[7] = int(ev["verdict"])
+                self.router.judge_verdict(ev["t"], int(ev["verdict"]))
+        elif dropped == "skipped":
+            self.judge["skipped"] += 1
+        if rec is not None and rec[8] == "due":
+            held = self._holds_thumbs(rec) and rec[4] is not None
+            rec[8] = "done"
+            if held:  # thumbs that waited for the verdict (or for the call's end)
+                try:
+                    self.router.late_feedback(rec[0], int(rec[4]))
+                except KeyError:
+                    log.info("thumbs for step %d: the router no longer holds it after its judge call", rec[0])
+
+    def _release_lost_judge_calls(self) -> int:
+        """At a restart: the judge calls drawn before it were lost with the process. Each is
+        dropped (journaled, so a later replay drops it at the same point) and thumbs waiting
+        for it reach the router. Returns how many."""
+        lost = [(rid, rec[0]) for rid, rec in self.requests.items() if rec[8] == "due"]
+        for rid, t in lost:
+            self._drop_judge(rid, t, "lost")
+        return len(lost)
 
     # -- state --------------------------------------------------------------------------
     def _estimate(self) -> tuple[float, float, str, float, str]:

@@ -81,6 +81,7 @@ class Persistence:
         elif (d / ROUTER_FILE).exists():
             raise ValueError(f"{d}: incomplete checkpoint ({ROUTER_FILE} without {LEDGER_FILE})")
         n = self._replay(seq)
+        self._release_lost_judge_calls()
         self.restored = lp.exists() or n > 0
         return self.restored
 
@@ -137,7 +138,8 @@ class Persistence:
             raise ValueError(f"{d}: router mode {router.config.mode} at alpha {router.config.alpha} does not "
                              f"match the ledger's {doc['mode']} at {doc['alpha']}")
         self.router = router
-        self.requests = OrderedDict((row[0], (list(row[1:]) + [None, None])[:8]) for row in doc["requests"])
+        # rows of older versions lack the judge verdict and call: none
+        self.requests = OrderedDict((row[0], (list(row[1:]) + [None] * 3)[:9]) for row in doc["requests"])
         self.stats = [ModelStats(**s) for s in doc["stats"]]
         self.failed_requests = int(doc["failed_requests"])
         self.usage_rejected = int(doc.get("usage_rejected", 0))
@@ -187,10 +189,13 @@ class Persistence:
                     rec = self.requests.get(ev["rid"])
                     if rec is not None and rec[4] is None:
                         try:
-                            self.router.late_feedback(rec[0], ev["f"])
+                            if not self._holds_thumbs(rec):
+                                self.router.late_feedback(rec[0], ev["f"])
                         except KeyError:
                             continue
                         self._apply_feedback(ev, rec)
+                elif kind == "judge_due":
+                    self._apply_judge_due(ev)
                 elif kind == "judge":
                     self._apply_judge(ev)
             for rid, result in held.items():  # running when the service stopped: installed now

@@ -197,17 +197,21 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
                 CHOSEN_HEADER: service.zoo.names[ticket.model]}
 
     def _judge(ticket: Ticket, answer: str) -> None:
-        """Judge an answered request in the background, ``delay_s`` after the reply (so
-        that thumbs given by then win), within the budget and the concurrency bound."""
-        if judge_client is None:
+        """Judge an answered request in the background, ``delay_s`` after the reply, if the
+        budget's draw (made now, whatever the user's thumbs will be) says so, within the
+        concurrency bound."""
+        if judge_client is None or not service.judge_assign(ticket):
             return
         tasks: set = app.state.judge_tasks
 
         def start() -> None:
-            if app.state.closing or not service.judge_wanted(ticket.request_id):
+            if app.state.closing:
+                return  # the restart drops the call (Service._release_lost_judge_calls)
+            if not service.judge_wanted(ticket.request_id):
+                service.judge_dropped(ticket, "rated")
                 return
             if len(tasks) >= service.zoo.judge.max_concurrent:
-                service.judge_skipped()
+                service.judge_dropped(ticket, "skipped")
                 return
             t = asyncio.create_task(run())
             tasks.add(t)

@@ -27,8 +27,8 @@ a budget; a failed call only means no label)::
 base_url = "http://127.0.0.1:9009/v1"  # OpenAI-compatible
 model = "judge-model"
 api_key_env = "JUDGE_API_KEY"          # optional
-budget = 1.0                           # share of answered requests without thumbs sent to the judge
-delay_s = 0                            # wait this long after the reply (thumbs given by then win)
+budget = 1.0                           # share of answered requests sent to the judge (drawn at the reply)
+delay_s = 0                            # wait this long after the reply (paper mode: thumbs given by then win)
 max_concurrent = 4                     # judge calls in flight at most (more are skipped)
 price_per_request = 0.0                # optional prices, counted in the service's cost
 price_per_1k_input = 0.0

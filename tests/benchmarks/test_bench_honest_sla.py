@@ -38,23 +38,35 @@ def test_the_encoder_named_is_the_one_the_router_reads(bench, capsys, monkeypatc
     assert "| meets alpha at <= 1.10x | demo (mixed) |" in out  # the goals close the run
 
 
-def test_judge_budget_has_the_judge_read_that_share_of_unlabelled_requests(bench, capsys):
-    """``--judge-budget 0.25``: the judge rows read a quarter of the requests without thumbs
-    (and every thumbed one, for its calibration), are named for it, and are left out of the
+def test_judge_budget_has_the_judge_read_that_share_of_requests(bench, capsys):
+    """``--judge-budget 0.25``: the judge rows read a quarter of the requests, rated or not
+    (the rated ones calibrate it), are named for it, and are left out of the
     scorecard's judge goals, which are for a judge on every request; a budget outside
     (0, 1] is refused before any stream runs."""
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
                        "--judge-budget", "0.25"]) == 0
     out = capsys.readouterr().out
-    assert "| demo (mixed) + judge on 25% of unlabelled | contextual |" in out
+    assert "| demo (mixed) + judge on 25% of requests | contextual |" in out
     line = next(row for row in out.splitlines() if row.startswith("| demo (mixed) | ") and "x to " in row)
     calls = float(line.split("|")[2])
-    assert 0.3 < calls < 0.5  # 0.2 thumbed + 0.25 of the other 0.8, in expectation 0.40
+    assert 0.18 < calls < 0.32  # a quarter of the requests, whatever their thumbs
     assert "| meets alpha at <= 1.00x |" not in out and "| meets alpha at <= 1.10x | demo (mixed) |" in out
     for bad in ("0", "1.5"):
         with pytest.raises(SystemExit) as exit_:
             bench.main(["--judge-budget", bad, "--seeds", "1", "--scenarios", "demo"])
         assert exit_.value.code == 2 and "--judge-budget must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_delay_has_the_thumbs_come_late_and_keeps_those_rows_off_the_scorecard(bench, capsys):
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--delay", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "| demo (mixed) + thumbs 20 requests late | contextual |" in out
+    assert "| demo (mixed) + judge + thumbs 20 requests late | contextual |" in out
+    assert "| meets alpha at <= 1.10x |" not in out and "| meets alpha at <= 1.00x |" not in out
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--delay", "-1", "--seeds", "1", "--scenarios", "demo"])
+    assert exit_.value.code == 2 and "--delay must be >= 0" in capsys.readouterr().err
 
 
 def test_first_seed_runs_the_seeds_it_names(bench, capsys, monkeypatch):

@@ -9,6 +9,7 @@ import pytest
 
 from slarouter_core.feedback import (BOTH, JUDGED, NO_FEEDBACK, FeedbackConfig, judge_calls, judge_of, n_thumbs,
                                      thumbs_of)
+from slarouter_core.experiments.certificate_streams import known_truth_run
 from slarouter_core.judge import JudgeModel
 from slarouter_core.policies.certificate import Certificate
 from slarouter_core.policies.base import PolicyStep
@@ -24,23 +25,10 @@ HARSH = JudgeModel(fpr=0.05, fnr=0.25, name="harsh")
 
 
 def synthetic_run(cert: Certificate, seed: int, n: int, phi: float = 0.2, judge: JudgeModel | None = HARSH,
-                  budget: float = 1.0, predicted: float = 0.6):
-    """One stream whose truth is known: request i is satisfied with probability ``p_i``
-    (mean 0.625), the text model predicts a constant ``predicted`` (badly wrong), thumbs
-    come with probability ``phi``, the judge reads every rated answer (its calibration
-    pairs) and a share ``budget`` of the unrated ones, as ``FeedbackConfig(judge_budget=...)``
-    fills in. Returns (truth, estimate, bound, judge-as-label)."""
-    rng = np.random.default_rng(seed)
-    p = rng.uniform(0.3, 0.95, n)
-    y = (rng.random(n) < p).astype(float)
-    thumbs = rng.random(n) < phi
-    verdict = judge.corrupt(y.astype(int), rng).astype(float) if judge is not None else None
-    read = thumbs | (rng.random(n) < budget) if budget < 1.0 else np.ones(n, bool)
-    for i in range(n):
-        j = None if verdict is None or not read[i] else float(verdict[i])
-        cert.account(predicted, j, float(y[i]) if thumbs[i] else None)
-    naive = np.where(thumbs, y, verdict if verdict is not None else 0.6).mean()
-    return y.mean(), cert.estimate(), cert.lower_bound(), naive
+                  **kw):
+    """One stream whose truth is known (:func:`known_truth_run`), with the harsh judge by
+    default. Returns (truth, estimate, bound, judge-as-label)."""
+    return known_truth_run(cert, seed, n, phi=phi, judge=judge, **kw)
 
 
 def test_estimate_is_unbiased_under_a_biased_judge_and_the_window_bound_covers():
@@ -523,7 +511,12 @@ def test_fill_in_codes_keep_thumbs_and_add_the_judge():
     assert np.all(plain[judged_alone] == NO_FEEDBACK)
     share = judged_alone[:, 0].sum() / (plain[:, 0] == NO_FEEDBACK).sum()
     assert 0.45 < share < 0.55
-    assert np.all(judge_of(filled)[plain >= 0] >= 0)  # every thumbed answer is judged too
+    # the thumbed answers are judged at the same share: the judge's draw ignores the thumbs
+    rated = plain[:, 0] >= 0
+    assert 0.4 < np.mean(judge_of(filled)[rated, 0] >= 0) < 0.6
+    assert np.array_equal(judge_of(filled)[rated, 0] >= 0, judged_alone.any(axis=1)[rated] | (filled[rated, 0] >= BOTH))
+    full = simulate(data, X, SimulationConfig(contextual(0.8), seed=1, feedback=FeedbackConfig(judge_fill=HARSH)))
+    assert np.all(judge_of(full.feedback_plan) >= 0)  # a full budget reads every answer
 
 
 @pytest.mark.parametrize("mode, use", [("paper", "label"), ("guarded", "ignore"), ("contextual", "estimate")])
@@ -657,33 +650,87 @@ def test_the_reported_fallback_model_is_the_one_the_rescue_serves():
 
 
 @pytest.mark.parametrize("budget", [0.0, 0.25, 0.6, 1.0])
-def test_a_judge_on_a_share_of_unrated_requests_leaves_the_estimate_unbiased_and_the_bound_covering(budget):
-    """The thumbs rectify each step's prediction as it would have been unrated: the judge's
-    calibrated verdict on the share of unrated steps it reads, the text model's elsewhere.
-    Rectifying only the judge's on rated steps (which it always reads) left the text
-    model's 27-point over-prediction on every unjudged step: the estimate 0.16 too high at
-    a quarter's budget, and a bound that never covered."""
+@pytest.mark.parametrize("delay", [0, 50])
+def test_a_judge_on_a_share_of_requests_leaves_the_estimate_unbiased_and_the_bound_covering(budget, delay):
+    """The judge reads a share of the answers drawn independently of the thumbs, and thumbs
+    may come 50 requests after their request: the estimate stays unbiased and the bound
+    covers, with a text model 27 points too generous."""
     n, reps, delta = 1500, 100, 0.05
-    out = np.array([synthetic_run(Certificate(0.7, delta, "window", n), s, n, budget=budget, predicted=0.9)
-                    for s in range(reps)])
+    out = np.array([synthetic_run(Certificate(0.7, delta, "window", n), s, n, budget=budget, predicted=0.9,
+                                  delay=delay) for s in range(reps)])
     truth, est, lcb, _ = out.T
     err = est - truth
     assert abs(err.mean()) < 3 * err.std() / np.sqrt(reps) + 2e-3, err.mean()
     assert np.mean(truth < lcb) <= delta + 0.06
     cert = Certificate(0.7, delta, "window", n)
-    synthetic_run(cert, 0, n, budget=budget, predicted=0.9)
+    synthetic_run(cert, 0, n, budget=budget, predicted=0.9, delay=delay)
     assert cert.judge_share == pytest.approx(budget, abs=0.05)
 
 
-def test_the_judges_share_survives_a_checkpoint_an_older_one_reads_none_and_a_bad_one_is_refused():
+def test_a_judge_that_reads_every_rated_answer_biases_the_estimate():
+    """Why the judge's draw must ignore the thumbs: a judge reading every rated answer and a
+    quarter of the rest rectifies its own prediction on rated steps, the text model's
+    stands unrectified on three quarters of the unrated ones."""
+    n = 1500
+    err = [np.subtract(*synthetic_run(Certificate(0.7, 0.05, "window", n), s, n, budget=0.25, predicted=0.9,
+                                      judge_reads_rated=True)[1::-1]) for s in range(20)]
+    assert np.mean(err) > 0.1
+
+
+def test_late_thumbs_are_rectified_at_the_share_of_thumbs_that_were_due():
+    """Thumbs 50 requests late, a text model 27 points too cautious: dividing each late
+    correction by the share of *all* steps with thumbs so far (the last 50 cannot have theirs)
+    inflates it and lifts the estimate; counting the delay keeps it unbiased."""
+    n, reps = 1500, 60
+    for ages, low, high in ((True, -0.01, 0.01), (False, 0.025, 1.0)):
+        out = np.array([synthetic_run(Certificate(0.7, 0.05, "window", n), s, n, predicted=0.35, delay=50,
+                                      ages=ages) for s in range(reps)])
+        assert low < np.mean(out[:, 1] - out[:, 0]) < high, (ages, np.mean(out[:, 1] - out[:, 0]))
+
+
+def test_the_judges_share_and_the_thumbs_delay_survive_a_checkpoint_an_older_one_reads_none_and_a_bad_one_is_refused():
     cert = Certificate(0.7, 0.05, "window", 600)
-    synthetic_run(cert, 1, 600, budget=0.3, predicted=0.9)
+    synthetic_run(cert, 1, 600, budget=0.3, predicted=0.9, delay=40)
     meta, arrays = cert.state_dict()
     again = Certificate(0.7, 0.05, "window", 600)
     again.load_state(meta, arrays)
     assert again.judge_share == cert.judge_share < 0.5
+    assert again.phi == cert.phi and cert.delay_sum == 40 * cert.thumbs
     older = Certificate(0.7, 0.05, "window", 600)
-    older.load_state({k: v for k, v in meta.items() if k not in ("open_steps", "open_judged")}, arrays)
+    older.load_state({k: v for k, v in meta.items() if k not in ("open_steps", "open_judged", "delay_sum")}, arrays)
     assert older.judge_share == 1.0  # none measured yet: the judge's verdicts as they are until it is
+    assert older.phi < cert.phi  # no delays kept: thumbs taken as given with their steps
     with pytest.raises(ValueError, match="open_judged"):
         Certificate(0.7, 0.05, "window", 600).load_state({**meta, "open_judged": meta["open_steps"] + 1}, arrays)
+    with pytest.raises(ValueError, match="delay_sum"):
+        Certificate(0.7, 0.05, "window", 600).load_state({**meta, "delay_sum": "-1.0"}, arrays)
+
+
+def test_late_thumbs_and_verdicts_for_a_closed_window_teach_but_do_not_count_in_the_next():
+    cert = Certificate(0.7, 0.05, "window", 10)
+    for _ in range(12):
+        cert.account(0.6, None, None)
+    assert (cert.n_windows, cert.t) == (1, 2)
+    dr, var = cert.dr, cert.var
+    assert cert.late_thumbs(0.6, 0.6, None, 1.0, age=5) == 0.0  # step 7 of the first window
+    cert.late_judge(0.6, 0.6, 1.0, age=4)
+    assert (cert.dr, cert.var) == (dr, var) and cert.thumbs == 1 and cert.judged == 1 and cert.delay_sum == 5
+    assert cert.late_thumbs(0.6, 0.6, None, 1.0, age=1) > 0  # the window's first step: it counts
+    assert cert.dr > dr
+
+
+def test_a_windows_pending_steps_get_the_text_models_mean_error_and_its_variance():
+    """Thumbs 10 requests late: the last 10 steps' corrections are still to come, so the count
+    adds 10 times the corrections per due step; with thumbs given at once it is the sum."""
+    cert = Certificate(0.7, 0.05, "window", 1000)
+    for i in range(100):
+        cert.account(0.5, None, None)
+        if i >= 10 and i % 2 == 0:
+            cert.late_thumbs(0.5, 0.5, None, 1.0, age=10)  # every other step, satisfied
+    assert cert.pending() == 10
+    due = cert.steps - cert.delay_sum / cert.thumbs
+    assert cert.count() == pytest.approx(cert.dr + 10 * cert.rect_all / due)
+    assert cert.count() > cert.dr and cert.count_var() > cert.var
+    now = Certificate(0.7, 0.05, "window", 1000)
+    now.account(0.5, None, 1.0)
+    assert (now.pending(), now.count(), now.count_var()) == (0.0, now.dr, now.var)

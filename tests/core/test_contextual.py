@@ -369,6 +369,10 @@ def test_delayed_feedback_reaches_the_policy():
     assert sim.router.policy.n_feedback == int((a["feedback"] >= 0).sum()) - in_flight
     assert len(sim.router.policy.pending) == data.n_requests - sim.router.policy.n_feedback
     assert a["satisfied"].mean() >= 0.78
+    # the certificate knows how late: each thumb came after the 39 requests that followed
+    # its own (delay 40 counts its own position), and the window's last 39 await theirs
+    cert = sim.router.policy.cert
+    assert cert.delay_sum == 39 * cert.thumbs and cert.pending() == 39
 
 
 # -- configuration ---------------------------------------------------------------------------

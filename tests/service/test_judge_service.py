@@ -144,3 +144,82 @@ def test_thumbs_given_within_the_delay_win_over_the_judge(running, backends):
         st = svc.http.get("/v1/state").json()
         assert st["judge"]["calls"] == 2 and len(judge.calls) == 2  # only the two without thumbs
         assert st["feedback"]["satisfied"] == 2
+
+
+def offline_judged_service(mode="contextual", budget=1.0, **cfg) -> RoutingService:
+    zoo = Zoo(make_zoo({n: type("B", (), {"url": "http://127.0.0.1:1"})() for n in ("small", "medium")},
+                       names=("small", "medium")).models,
+              JudgeEntry(base_url="http://127.0.0.1:1/v1", model="j", budget=budget))
+    return RoutingService(zoo, ServiceConfig(alpha=0.8, mode=mode, **cfg), encoder=HashingEncoder(16))
+
+
+def certificate_state(svc: RoutingService) -> tuple:
+    c = svc.router.policy.cert
+    return c.thumbs, c.pairs_n, c.judged, round(c.dr, 12), round(c.var, 12)
+
+
+def test_the_judge_reads_rated_answers_and_thumbs_wait_for_its_verdict(tmp_path):
+    """Contextual mode: the judge's draw is made at the reply, whatever thumbs come; thumbs
+    given before the verdict reach the router with it (the verdict sets the prediction they
+    rectify, and the pair calibrates the judge). Journaled: a replay holds and releases them
+    at the same points; a call lost with a stopped process releases them at the restart."""
+    svc = offline_judged_service(state_dir=str(tmp_path))
+    tks = [svc.route(f"q {i}") for i in range(4)]
+    for tk in tks:
+        svc.complete(tk, tk.model, None)
+        assert svc.judge_assign(tk)  # the whole budget: every answer, rated or not
+    cert = svc.router.policy.cert
+    assert svc.feedback(tks[0].request_id, True)["accepted"] is True
+    assert svc.feedback(tks[1].request_id, False)["accepted"] is True
+    assert cert.thumbs == 0 and svc.judge_wanted(tks[0].request_id)  # waiting for the verdict
+    svc.judge_result(tks[0], 1)
+    assert cert.thumbs == 1 and cert.pairs_n == 1 and cert.judged == 1  # verdict, then its thumbs
+    svc.judge_result(tks[2], 0)
+    svc.judge_dropped(tks[3], "skipped")
+    assert cert.thumbs == 1 and svc.judge["skipped"] == 1 and svc.judge["calls"] == 2
+    before = certificate_state(svc)
+    svc.journal.close()  # a crash: request 1's judge call is lost with the process
+    again = RoutingService(svc.zoo, ServiceConfig(alpha=0.8, mode="contextual", state_dir=str(tmp_path)),
+                           encoder=HashingEncoder(16))
+    c2 = again.router.policy.cert
+    assert (c2.thumbs, c2.pairs_n, c2.judged) == (2, 1, 2)  # request 1's thumbs released, unjudged
+    assert certificate_state(again)[3:] != before[3:]
+    assert not again.judge_wanted(tks[1].request_id)
+    after = certificate_state(again)
+    again.journal.close()  # the release was journaled: a second restart replays it where it was
+    third = RoutingService(svc.zoo, ServiceConfig(alpha=0.8, mode="contextual", state_dir=str(tmp_path)),
+                           encoder=HashingEncoder(16))
+    assert certificate_state(third) == after
+    third.journal.close()
+
+
+def test_paper_mode_judges_only_answers_still_unrated_when_the_call_is_due():
+    svc = offline_judged_service(mode="paper")
+    tk = svc.route("q")
+    svc.complete(tk, tk.model, None)
+    assert svc.judge_assign(tk)
+    svc.feedback(tk.request_id, True)  # a label now: paper mode does not wait for the judge
+    assert svc.router.n_feedback == 1 and not svc.judge_wanted(tk.request_id)
+
+
+def test_a_zero_budget_draws_no_judge_call():
+    svc = offline_judged_service(budget=0.0)
+    tk = svc.route("q")
+    svc.complete(tk, tk.model, None)
+    assert not svc.judge_assign(tk) and not svc.judge_wanted(tk.request_id)
+    svc.feedback(tk.request_id, True)
+    assert svc.router.policy.cert.thumbs == 1
+
+
+def test_in_contextual_mode_the_judge_reads_rated_answers_too(running, backends):
+    with FakeJudge(label=1) as judge:
+        svc = running(judged_zoo(backends, judge.url, delay_s=0.4), mode="contextual")
+        ids = [svc.http.post("/v1/chat/completions",
+                             json={"messages": [{"role": "user", "content": f"q{i}"}]}).json()["id"] for i in range(4)]
+        for rid in ids[:2]:  # thumbs for two of them, before the judge's call
+            assert svc.http.post("/v1/feedback", json={"request_id": rid, "satisfied": True}).status_code == 200
+        assert svc.service.router.policy.cert.thumbs == 0  # they wait for the verdicts
+        assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["verdicts"] == 4)
+        assert len(judge.calls) == 4
+        cert = svc.service.router.policy.cert
+        assert cert.thumbs == 2 and cert.pairs_n == 2
