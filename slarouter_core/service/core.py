@@ -681,7 +681,12 @@ class RoutingService(Persistence):
                                  "confidence": conf, "covers": covers,
                                  "sla_met": None if not math.isfinite(lcb) else bool(lcb >= r.config.alpha)},
                 "sla": r.sla_status(),
-                "judge": None if self.zoo.judge is None else {**self.zoo.judge.public(), **self.judge},
+                "judge": None if self.zoo.judge is None else {
+                    **self.zoo.judge.public(), **self.judge,
+                    # calls drawn and not ended, and the thumbs waiting for their verdicts
+                    "due": sum(1 for v in self.requests.values() if v[8] == "due"),
+                    "thumbs_waiting": sum(1 for v in self.requests.values() if v[8] == "due" and v[4] is not None
+                                          and self._holds_thumbs(v))},
                 "timings_ms": _timings(self.timings),
                 "refits": {**self.refits, "running": self._refit_busy},
                 "restored": self.restored, "replayed_events": self.replayed,

@@ -172,6 +172,7 @@ def test_the_judge_reads_rated_answers_and_thumbs_wait_for_its_verdict(tmp_path)
     assert svc.feedback(tks[0].request_id, True)["accepted"] is True
     assert svc.feedback(tks[1].request_id, False)["accepted"] is True
     assert cert.thumbs == 0 and svc.judge_wanted(tks[0].request_id)  # waiting for the verdict
+    assert {k: svc.state()["judge"][k] for k in ("due", "thumbs_waiting")} == {"due": 4, "thumbs_waiting": 2}
     svc.judge_result(tks[0], 1)
     assert cert.thumbs == 1 and cert.pairs_n == 1 and cert.judged == 1  # verdict, then its thumbs
     svc.judge_result(tks[2], 0)
