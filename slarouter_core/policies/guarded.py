@@ -217,8 +217,8 @@ class GuardedPolicy(PredictorPolicy):
 
     def late_update(self, t: int, feedback: float) -> None:
         m, shat_m, dev_m, explored, x = self.pending.pop(t)
-        learn, due = guarded_late(self.t, float(feedback), shat_m, dev_m, m, explored, self.st[0], self.par[0],
-                                  self.lpos, self.lcnt)
+        learn, due = guarded_late(self.t, float(max(self.t - int(t), 0)), float(feedback), shat_m, dev_m, m, explored,
+                                  self.st[0], self.par[0], self.lpos, self.lcnt)
         self._learn(x, m, float(feedback), learn, due)
 
     def _learn(self, x, m: int, f: float, learn: bool, due: bool) -> bool:
@@ -292,6 +292,7 @@ class GuardedPolicy(PredictorPolicy):
             "buffer_rng": self.buffer_rng.bit_generator.state, "predictor": self.predictor.state_meta(),
             "guarded": {"deficit": repr(float(s["deficit"])), "var_sum": repr(float(s["var_sum"])),
                         "r2sum": repr(float(s["r2sum"])), "r2n": int(s["r2n"]), "pending": int(s["pending"]),
+                        "delay_sum": repr(float(s["delay_sum"])),
                         **{k: [repr(float(v)) for v in getattr(self, k)] for k in ARRAYS}}}
         arrays = self.predictor.state_arrays()
         arrays.update(self.pending.to_arrays(self.D))
@@ -309,6 +310,9 @@ class GuardedPolicy(PredictorPolicy):
         s["n_feedback"] = int(meta["n_feedback"])
         for k in ("deficit", "var_sum", "r2sum", "r2n", "pending"):
             s[k] = float(g[k])
+        s["delay_sum"] = float(g.get("delay_sum", 0.0))  # older checkpoints: none kept
+        if s["delay_sum"] < 0:
+            raise ValueError("guarded state delay_sum must be >= 0")
         for k in ARRAYS:
             a = np.array([float(v) for v in g[k]])
             if a.shape != (self.M,):

@@ -24,7 +24,7 @@ PARAMS = np.dtype([(k, np.float64) for k in (
     + [(k, np.bool_) for k in ("levels", "bank_surplus", "dr", "learn_from_all", "mixture", "thompson")])
 #: the rule's scalar state, by name (per-model arrays travel beside it)
 STATE = np.dtype([(k, np.float64) for k in (
-    "spread_sum", "deficit", "var_sum", "r2sum", "r2n", "q", "n_feedback", "pending")])
+    "spread_sum", "deficit", "var_sum", "r2sum", "r2n", "q", "n_feedback", "pending", "delay_sum")])
 #: per-model state arrays
 ARRAYS = ("lpos", "lcnt", "psum", "last_dev", "last_shat", "csum")
 
@@ -236,10 +236,19 @@ def guarded_absorb(m, f, shat_m, dev_m, explored, s, par, lpos, lcnt):
 
 
 @_jit
+def feedback_share(t, lag, s):
+    """The running share of steps with a label, among the steps whose labels were due: all
+    but ``lag`` (the labels' mean delay). Dividing late labels by the share of *all* steps
+    inflated every doubly-robust correction, as in the contextual policy's certificate."""
+    due = max(t - lag, s.n_feedback)
+    return min(1.0, (s.n_feedback + 1.0) / (due + 1.0))
+
+
+@_jit
 def guarded_update(t, m, explored, f, shat_m, dev_m, s, par, lpos, lcnt):
     """Step ``t``'s queue step with label ``f`` (< 0: none yet). Returns (the s the queue
     used, predictor learns it, a training step is due)."""
-    phi = (s.n_feedback + 1.0) / (t + 1.0)
+    phi = feedback_share(t, s.delay_sum / s.n_feedback if s.n_feedback > 0 else 0.0, s)
     if f >= 0:
         fd = debias(float(f), par)
         s_used = shat_m + (fd - shat_m) / phi if par.dr else fd
@@ -256,11 +265,13 @@ def guarded_update(t, m, explored, f, shat_m, dev_m, s, par, lpos, lcnt):
 
 
 @_jit
-def guarded_late(t_now, f, shat_m, dev_m, m, explored, s, par, lpos, lcnt):
-    """A label for an earlier step: the queue's doubly-robust correction now, then learn."""
+def guarded_late(t_now, age, f, shat_m, dev_m, m, explored, s, par, lpos, lcnt):
+    """A label for the step ``age`` steps before ``t_now``: the queue's doubly-robust
+    correction now (the share of labels with this one's delay in the lag), then learn."""
     if par.dr:
-        phi = (s.n_feedback + 1.0) / (t_now + 1.0)
+        phi = feedback_share(t_now, (s.delay_sum + age) / (s.n_feedback + 1.0), s)
         s.deficit -= (debias(f, par) - shat_m) / phi
+    s.delay_sum += age
     return guarded_absorb(m, f, shat_m, dev_m, explored, s, par, lpos, lcnt)
 
 

@@ -118,6 +118,28 @@ def test_delayed_feedback_reaches_the_router_late(data_and_x):
     full = simulate(data, X, cfg).arrays()
     sim.run()
     assert np.array_equal(sim.arrays()["model"], full["model"])
+    # the queue knows how late: each label came after the 99 requests that followed its own
+    # (its share of labels counts only the steps whose labels were due), and a checkpoint keeps it
+    pol = sim.router.policy
+    assert pol.st[0]["delay_sum"] == 99 * pol.n_feedback
+    meta, arrays = pol.state_dict()
+    again = type(pol)(pol.config, pol.alpha, pol.M, pol.D, seed=2)
+    again.load_state(meta, arrays)
+    assert again.st[0]["delay_sum"] == pol.st[0]["delay_sum"]
+    meta["guarded"].pop("delay_sum")  # a checkpoint from before: none kept
+    again.load_state(meta, arrays)
+    assert again.st[0]["delay_sum"] == 0.0
+
+
+def test_guarded_late_labels_are_divided_by_the_share_that_was_due():
+    """A label 50 steps late: the queue's correction divides by the share of labels among
+    the steps whose labels were due, not among all steps (which made it too big)."""
+    from slarouter_core.policies.guarded_rule import STATE, feedback_share
+
+    s = np.zeros(1, STATE)[0]
+    s["n_feedback"], s["delay_sum"] = 20.0, 20 * 50.0
+    assert feedback_share(200.0, 50.0, s) == pytest.approx(21.0 / 151.0)
+    assert feedback_share(200.0, 0.0, s) == pytest.approx(21.0 / 201.0)  # labels given at once: unchanged
 
 
 def test_guarded_stepper_equals_full_run(data_and_x):
