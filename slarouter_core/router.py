@@ -356,6 +356,11 @@ class SLARouter:
         still await thumbs the delay so far says may come (``thumbs_pending``)."""
         return dict(self.policy.sla_status())
 
+    def awaits_feedback(self, t: int) -> bool:
+        """Whether :meth:`late_feedback` for step ``t`` would still be taken (the step is
+        held: observed without feedback, not too old)."""
+        return self.policy.awaits_feedback(int(t))
+
     def late_feedback(self, t: int, feedback: int | float) -> None:
         """Feedback that arrives after step ``t`` was observed without any. The guarded and
         contextual policies correct their estimate now and learn from it; paper mode (the

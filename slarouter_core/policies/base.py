@@ -189,6 +189,12 @@ class Policy(ABC):
         """What it claims about its SLA now (see ``SLARouter.sla_status``); none by default."""
         return {"at_risk": False, "at_risk_since": None, "first_at_risk": None, "guarantee": None}
 
+    def awaits_feedback(self, t: int) -> bool:
+        """Whether step ``t`` still awaits its late feedback (its record is held)."""
+        pending = getattr(self, "pending", None)
+        steps = pending.steps if isinstance(pending, PendingFeedback) else pending
+        return steps is not None and int(t) in steps
+
     def late_judge(self, t: int, verdict: float) -> None:
         """A judge's verdict on step ``t`` after it was observed: a label where the policy
         takes verdicts as labels, else nothing (``"estimate"`` policies override it)."""

@@ -435,6 +435,8 @@ class RoutingService(Persistence):
             try:
                 if not self._holds_thumbs(rec):
                     self.router.late_feedback(t, int(satisfied))
+                elif not self.router.awaits_feedback(t):  # held for the verdict: only if it can be used
+                    raise KeyError(t)
             except KeyError:
                 if judged is not None and self.router.judge_use == "label":
                     raise FeedbackError(409, f"request {shown!r} was already labelled by the LLM judge "

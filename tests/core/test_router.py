@@ -612,3 +612,14 @@ def test_whole_chunked_and_per_request_paths_agree_for_every_policy(name):
     else:
         assert np.array_equal(whole.q, [s[1] for s in steps])
     assert np.array_equal(whole.v, [s[2] for s in steps])
+
+
+@pytest.mark.parametrize("mode", ["paper", "guarded", "contextual"])
+def test_a_router_says_which_steps_still_await_their_late_feedback(mode):
+    r = SLARouter(RouterConfig(alpha=0.7, mode=mode), 2, 4, seed=0)
+    rng = np.random.default_rng(0)
+    d = r.decide(rng.normal(size=4).astype(np.float32), np.array([1.0, 2.0]))
+    r.observe(d, None)
+    assert r.awaits_feedback(d.t) and not r.awaits_feedback(d.t + 1)
+    r.late_feedback(d.t, 1)
+    assert not r.awaits_feedback(d.t)

@@ -224,3 +224,14 @@ def test_in_contextual_mode_the_judge_reads_rated_answers_too(running, backends)
         assert len(judge.calls) == 4
         cert = svc.service.router.policy.cert
         assert cert.thumbs == 2 and cert.pairs_n == 2
+
+
+def test_thumbs_for_a_step_the_router_no_longer_holds_are_refused_even_while_its_judge_is_due():
+    svc = offline_judged_service()
+    tk = svc.route("q")
+    svc.complete(tk, tk.model, None)
+    assert svc.judge_assign(tk) and svc.router.awaits_feedback(tk.t)
+    svc.router.policy.pending.pop(tk.t)  # as if trimmed (too old)
+    with pytest.raises(Exception) as e:
+        svc.feedback(tk.request_id, True)
+    assert e.value.status == 410 and "no longer holds" in str(e.value)
