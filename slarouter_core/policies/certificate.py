@@ -190,7 +190,7 @@ class Certificate:
         phi = self._phi((self.delay_sum + age) / (self.thumbs + 1))
         ds = (feedback - g) / phi if self.rectify else feedback - g
         self.rect_all += ds
-        if self.guarantee == "window" and age >= self.t:
+        if self._closed(age):
             ds = 0.0  # its window is closed: its thumbs teach, they do not count here
         self.dr += ds
         self.thumbs += 1
@@ -204,7 +204,7 @@ class Certificate:
         of an earlier window, nothing changes in this one); returns the new prediction."""
         g_new = self.value(p, judge)
         phi = self.phi
-        if not (self.guarantee == "window" and age >= self.t):
+        if not self._closed(age):
             self.dr += g_new - g
             self.var += (1.0 - phi) / phi * (self.residual_var(True) - self.residual_var(False))
         self.judged += 1
@@ -238,22 +238,29 @@ class Certificate:
         """The kept calibration pairs (order does not matter to the fit)."""
         return self.pairs_buf[:min(self.pairs_n, MAX_PAIRS)]
 
+    def _closed(self, age: int) -> bool:
+        """Whether the step ``age`` steps ago belongs to an SLA window already closed."""
+        return self.guarantee == "window" and age >= self.t
+
     def pending(self) -> float:
         """Steps of this window whose thumbs, if any, are not due yet (the mean delay)."""
         return min(self.delay_sum / self.thumbs, float(self.t)) if self.delay_sum else 0.0
+
+    def _due(self) -> float:
+        """Steps so far whose thumbs were due (all but the mean delay; at least one)."""
+        return max(self.steps - self.delay_sum / self.thumbs, 1.0) if self.thumbs else float(max(self.steps, 1))
 
     def count(self) -> float:
         """The window's estimated satisfied count: the steps' values, plus for each step
         whose thumbs are not due yet the corrections per due step so far (an unbiased
         estimate of the text model's mean error, which its thumbs would have corrected)."""
         k = self.pending()
-        return self.dr + k * self.rect_all / max(self.steps - self.delay_sum / self.thumbs, 1.0) if k else self.dr
+        return self.dr + k * self.rect_all / self._due() if k else self.dr
 
     def count_var(self) -> float:
         """The count's variance: the steps', plus that of the pending steps' correction."""
         k = self.pending()
-        return self.var + k * k * self.step_var() / max(self.steps - self.delay_sum / self.thumbs, 1.0) if k \
-            else self.var
+        return self.var + k * k * self.step_var() / self._due() if k else self.var
 
     def new_window(self) -> None:
         """The next SLA window: its estimate, variance and warnings start afresh (a warning of
