@@ -26,7 +26,7 @@ last ``d`` steps cannot have theirs yet, and dividing by all steps inflated ever
 correction. Those last steps' corrections are still to come, so the window's count adds
 the text model's mean error so far (the corrections per due step) for each of them, and
 its variance; late thumbs for a step of an earlier window correct nothing in this one.
-``benchmarks/bench_judge_timing.py`` measures each rule against its breach.
+docs/RESULTS.md ("A judge on a share of the requests") measures each rule against its breach.
 
 **Bound.** ``guarantee="window"`` (default): for each window of ``N`` requests (the stream
 in simulation; a setting in a service, windows then follow each other),
@@ -247,8 +247,9 @@ class Certificate:
         return min(self.delay_sum / self.thumbs, float(self.t)) if self.delay_sum else 0.0
 
     def _due(self) -> float:
-        """Steps so far whose thumbs were due (all but the mean delay; at least one)."""
-        return max(self.steps - self.delay_sum / self.thumbs, 1.0) if self.thumbs else float(max(self.steps, 1))
+        """Steps so far whose thumbs were due (all but the mean delay; at least one). Read
+        only while steps are pending, so after some thumbs."""
+        return max(self.steps - self.delay_sum / self.thumbs, 1.0)
 
     def count(self) -> float:
         """The window's estimated satisfied count: the steps' values, plus for each step

@@ -433,10 +433,7 @@ class RoutingService(Persistence):
                                          "after the answer")
             ev = {"rid": request_id, "f": int(satisfied)}
             try:
-                if not self._holds_thumbs(rec):
-                    self.router.late_feedback(t, int(satisfied))
-                elif not self.router.awaits_feedback(t):  # held for the verdict: only if it can be used
-                    raise KeyError(t)
+                self._thumbs_to_router(rec, int(satisfied))
             except KeyError:
                 if judged is not None and self.router.judge_use == "label":
                     raise FeedbackError(409, f"request {shown!r} was already labelled by the LLM judge "
@@ -449,6 +446,14 @@ class RoutingService(Persistence):
             self._start_refit()
             return {"request_id": request_id, "accepted": True, "t": t,
                     "model": self.zoo.names[who], "q": float(self.router.decision_queue())}
+
+    def _thumbs_to_router(self, rec: list, f: int) -> None:
+        """Thumbs reach the router now, or with the judge's verdict they wait for (taken only
+        if the router still holds the step). KeyError: it no longer does."""
+        if not self._holds_thumbs(rec):
+            self.router.late_feedback(rec[0], f)
+        elif not self.router.awaits_feedback(rec[0]):
+            raise KeyError(rec[0])
 
     def _holds_thumbs(self, rec: list) -> bool:
         """Whether thumbs for this request wait for its judge's verdict before reaching the

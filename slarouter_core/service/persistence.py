@@ -189,8 +189,7 @@ class Persistence:
                     rec = self.requests.get(ev["rid"])
                     if rec is not None and rec[4] is None:
                         try:
-                            if not self._holds_thumbs(rec):
-                                self.router.late_feedback(rec[0], ev["f"])
+                            self._thumbs_to_router(rec, ev["f"])
                         except KeyError:
                             continue
                         self._apply_feedback(ev, rec)
