@@ -45,9 +45,10 @@ no per-dataset tuning):
   issue's streams (demo, llama) have one; ``--judge-all`` gives every stream one, and
   ``--judge-only`` runs the judge rows alone (no break-even, which needs both).
   ``--judge-budget F`` has the judge read only a share F of the requests, drawn whatever
-  their thumbs, as ``slarouter compare --judge-budget`` does; its rows are
-  named for it, and the issue's judge goals, which are for a judge on every request, are
-  left out of the scorecard.
+  their thumbs, as ``slarouter compare --judge-budget`` does, and the rated answers
+  outside that share to calibrate itself only (``--no-judge-calibrate``: not those); its
+  rows are named for it, and the issue's judge goals, which are for a judge on every
+  request, are left out of the scorecard.
 * ``--delay D``: every user's thumbs reach the router D requests after their request
   (``FeedbackConfig(kind="delayed")``), as in a service; the judge's verdict still comes
   with the answer. Rows are named for it and left out of the scorecard.
@@ -279,12 +280,15 @@ def best_model_fate(best: int, spend: tuple, policy, misled: float) -> tuple:
                    int(thumbs[best]), policy.fallback_model())
 
 
-def judge_label(judge: bool, budget: float = 1.0) -> str:
+def judge_label(judge: bool, budget: float = 1.0, calibrate: bool = True) -> str:
     """What a row's name says of its judge: `` + judge`` on every request, else the share
-    of them it reads (the issue's goals are for the first)."""
+    of them it reads (the issue's goals are for the first), and whether it also reads the
+    other rated answers to calibrate itself (``judge_calibrate``)."""
     if not judge:
         return ""
-    return " + judge" if budget >= 1.0 else f" + judge on {100 * budget:g}% of requests"
+    if budget >= 1.0:
+        return " + judge"
+    return f" + judge on {100 * budget:g}% of requests" + ("" if calibrate else ", no calibration reads")
 
 
 def delay_label(delay: int) -> str:
@@ -294,11 +298,13 @@ def delay_label(delay: int) -> str:
 
 
 def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes, judge: bool, jobs: int,
-        settings: dict | None = None, judge_budget: float = 1.0, delay: int = 0) -> list[dict]:
+        settings: dict | None = None, judge_budget: float = 1.0, delay: int = 0,
+        judge_calibrate: bool = True) -> list[dict]:
     from joblib import Parallel, delayed
 
     timing = {"kind": "delayed", "delay": float(delay)} if delay else {}
-    fb = (FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"], judge_budget=judge_budget, **timing) if judge
+    fb = (FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"], judge_budget=judge_budget,
+                         judge_calibrate=judge_calibrate, **timing) if judge
           else FeedbackConfig(**timing))
     call_cost = float(data.costs.mean(0).min()) if judge else 0.0
     weights, mix, _ = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), alpha)
@@ -318,7 +324,7 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
         cleared = np.isfinite(lcb) & (lcb >= alpha)
         width = np.array([r[7] for r in res]) - lcb  # the bound's width at the window's end
         rows.append(dict(
-            scenario=name + judge_label(judge, judge_budget) + delay_label(delay), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
+            scenario=name + judge_label(judge, judge_budget, judge_calibrate) + delay_label(delay), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
             sat=float(sat.mean()), sat_min=float(sat.min()),
             lcb=float(np.nanmean(lcb)) if np.isfinite(lcb).any() else math.nan,
             margin=float(np.nanmean(width)) if np.isfinite(width).any() else math.nan,
@@ -719,6 +725,9 @@ def main(argv=None) -> int:
     ap.add_argument("--judge-budget", type=float, default=1.0, metavar="F",
                     help="the share of requests the judge rows' judge reads, drawn whatever their thumbs (default 1: every one, "
                          "the issue's goals); its rows are named for it and the break-even is per call")
+    ap.add_argument("--no-judge-calibrate", dest="judge_calibrate", action="store_false",
+                    help="with --judge-budget below 1: the judge reads only its share, not also the rated answers "
+                         "outside it to calibrate itself (FeedbackConfig.judge_calibrate, on by default)")
     ap.add_argument("--delay", type=int, default=0, metavar="D",
                     help="the users' thumbs reach the router D requests after their request (default 0: with it); "
                          "its rows are named for it and left out of the scorecard")
@@ -777,7 +786,8 @@ def main(argv=None) -> int:
         modes = [m for m in args.modes if m == "contextual"] if settings else args.modes  # its setting
         per_point = mixture_price_of_a_point(data, alpha) if against else math.nan
         for judge in ((False,) if not args.judge_only else ()) + ((True,) if with_judge else ()):
-            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings, args.judge_budget, args.delay)
+            part = run(name, data, X, alpha, seeds, modes, judge, args.jobs, settings, args.judge_budget, args.delay,
+                       args.judge_calibrate)
             report(part, args)
             all_rows += part
             if not judge:
@@ -787,7 +797,7 @@ def main(argv=None) -> int:
             if against:
                 print(f"with {against}:")
                 changed = run(name, data, X, alpha, seeds, modes, judge, args.jobs, {**(settings or {}), **against},
-                              args.judge_budget, args.delay)
+                              args.judge_budget, args.delay, args.judge_calibrate)
                 report(changed, args)
                 changes.append((part[0], changed[0], per_point))
     if judge_rows:

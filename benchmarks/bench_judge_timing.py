@@ -7,7 +7,9 @@
 The certificate's estimate rectifies each step's prediction with the user's thumbs
 (``slarouter_core/policies/certificate.py``). That is unbiased only if (1) whether a step
 goes to the judge does not depend on its thumbs and (2) late thumbs are divided by the
-share of steps whose thumbs were due. Each row runs the certificate alone on streams whose
+share of steps whose thumbs were due. The judge may also read the rated answers outside
+its draw once their thumbs come, if those verdicts only calibrate it
+(``judge_calibrate``). Each row runs the certificate alone on streams whose
 truth is known (``slarouter_core.experiments.certificate_streams.known_truth_run``: 1,500
 requests, satisfaction 0.625 on average, thumbs on a fifth, a judge 25 points too harsh
 on good answers reading a share ``--budget`` of them) with one condition kept or broken,
@@ -41,6 +43,10 @@ N, DELAY, ALPHA, DELTA = 1500, 50, 0.7, 0.05
 ROWS = (
     ("judge drawn whatever the thumbs, thumbs with their request", {}),
     (f"judge drawn whatever the thumbs, thumbs {DELAY} requests late", {"delay": DELAY}),
+    ("the same, and the judge reads the other rated answers to calibrate itself, thumbs with their request",
+     {"calibrate": True}),
+    (f"the same, and the judge reads the other rated answers to calibrate itself, thumbs {DELAY} requests late",
+     {"calibrate": True, "delay": DELAY}),
     ("judge reads every rated answer and the budget of the rest, thumbs with their request",
      {"judge_reads_rated": True}),
     (f"judge reads every rated answer and the budget of the rest, thumbs {DELAY} requests late",

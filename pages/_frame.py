@@ -139,7 +139,9 @@ def _sidebar() -> None:
             f"{v_text}  \n"
             f"feedback rate = {run.feedback_rate:g} · seed = {run.seed} · {run.per_tick} requests/tick"
             + (f"  \nfeedback model: {run.feedback_model}" if run.feedback_model != "iid" else "")
-            + (f"  \nLLM judge: {run.judge} on {run.judge_budget:.0%} of requests" if run.judge else "")
+            + (f"  \nLLM judge: {run.judge} on {run.judge_budget:.0%} of requests"
+               + (" (contextual: and the other rated ones, to calibrate it)" if run.judge_budget < 1 else "")
+               if run.judge else "")
             + (f"  \nstated accuracies: {stated_text(run.stated_levels)}" if run.stated_levels else "")
             + (f"  \nat-risk test: warn_z = {run.warn_z:g}"
                + (f", after {run.warn_after} thumbs" if run.warn_after else "")

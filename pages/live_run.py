@@ -121,8 +121,10 @@ with st.sidebar:
                  **select_widget("w_judge", JUDGE_CHOICES),
                  help="The judge reads the answer and gives a verdict (with its measured error rates) on a share of "
                       "the requests, drawn whatever thumbs they get: where there are none its verdict stands in, "
-                      "where there are the pair calibrates it. Its calls are counted apart from thumbs and "
-                      "their cost is added to each router's operating cost.")
+                      "where there are the pair calibrates it. Below a full budget a router that calibrates the "
+                      "judge (contextual) also has it read the rated answers outside its share, to calibrate it "
+                      "only. Its calls are counted apart from thumbs and their cost is added to each router's "
+                      "operating cost.")
     if run.judge:
         st.slider("judge budget (share of requests it reads)", 0.0, 1.0, step=0.05, **widget("w_jbudget"))
         st.number_input(f"judge cost per call ({data.cost_unit})", format="%.4g", **widget("w_jcost"),

@@ -155,6 +155,9 @@ def add_feedback_args(sp: argparse.ArgumentParser, several: bool = False) -> Non
     sp.add_argument("--judge-budget", type=float, default=None,
                     help="judge fill-in: share of the requests the judge reads, drawn whatever their thumbs "
                          "(its verdict stands in where there are none; default 1.0)")
+    sp.add_argument("--no-judge-calibrate", dest="judge_calibrate", action="store_false",
+                    help="judge fill-in below a full budget: the judge reads only its share, not also the rated "
+                         "answers outside it to calibrate itself (their verdicts never stand in for thumbs)")
     sp.add_argument("--judge-cost", type=float, default=None,
                     help="one judge call in the data's cost unit (default: the cheapest model's mean cost per "
                          "request on each benchmark); added to the operating cost")
@@ -180,6 +183,8 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
     rates = [DEFAULT_FEEDBACK_RATE if r is None else r for r in rates]  # compare leaves it unset until apply_protocol
     if args.judge_budget is not None and not args.judge_fill:
         raise ValueError("--judge-budget is the share of requests the judge fills in: add --judge-fill")
+    if not getattr(args, "judge_calibrate", True) and not args.judge_fill:
+        raise ValueError("--no-judge-calibrate describes the judge of --judge-fill: add it")
     out = []
     for kind in dict.fromkeys(kinds):
         if kind in KINDS:
@@ -187,7 +192,8 @@ def feedback_from_args(args: argparse.Namespace) -> tuple:
                                   negative_ratio=args.negative_ratio, delay=args.delay, delay_dist=args.delay_dist,
                                   drift_mix=args.drift_mix, judge=JUDGE_PRESETS[args.judge] if args.judge else None,
                                   judge_fill=JUDGE_PRESETS[args.judge_fill] if args.judge_fill else None,
-                                  judge_budget=1.0 if args.judge_budget is None else args.judge_budget)
+                                  judge_budget=1.0 if args.judge_budget is None else args.judge_budget,
+                                  judge_calibrate=getattr(args, "judge_calibrate", True))
         else:  # a preset or a kind:key=value spec, taken as it is
             fcfg = parse_feedback(kind)
         for r in rates:
@@ -345,13 +351,16 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     from .preflight import PreflightConfig, preflight
 
     window = args.window
-    if (args.judge_budget is not None or args.judge_cost is not None) and not args.judge_fill:
-        raise ValueError("--judge-budget and --judge-cost describe the judge of --judge-fill: add it")
+    if (args.judge_budget is not None or args.judge_cost is not None or not args.judge_calibrate) \
+            and not args.judge_fill:
+        raise ValueError("--judge-budget, --judge-cost and --no-judge-calibrate describe the judge of --judge-fill: "
+                         "add it")
     if args.text and args.zoo is not None:
         raise ValueError("--text learns from a log's outcomes: give --data")
     from .experiments import ALPHA_RULES, resolve_alpha
 
     budget = args.judge_budget
+    calibrate = args.judge_calibrate
     if args.zoo is not None:
         from .service.zoo import NOMINAL_INPUT_TOKENS, NOMINAL_OUTPUT_TOKENS, load_zoo
 
@@ -370,6 +379,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
             nominal = zoo.judge.price(NOMINAL_INPUT_TOKENS, NOMINAL_OUTPUT_TOKENS)
             judge_cost = nominal if judge_cost is None else judge_cost
             budget = zoo.judge.budget if budget is None else budget
+            calibrate = calibrate and zoo.judge.calibrate
         window = DEFAULT_WINDOW if window is None else window
         where = (f"{args.zoo}: stated accuracies; each model's (and the judge's) price for a nominal request of "
                  f"{NOMINAL_INPUT_TOKENS} prompt and {NOMINAL_OUTPUT_TOKENS} completion tokens")
@@ -391,6 +401,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                           guarantee=args.guarantee,
                           judge=JUDGE_PRESETS[args.judge_fill] if args.judge_fill else None,
                           judge_budget=1.0 if budget is None else budget, judge_cost=judge_cost,
+                          judge_calibrate=calibrate,
                           residual_var=args.residual_var)
     result = preflight(acc, cost, cfg, names)
     floor = None
@@ -621,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     pre.add_argument("--judge-budget", type=float, default=None,
                      help="share of the answers the judge reads, whatever their thumbs (default: the zoo's judge budget, "
                           "else 1.0)")
+    pre.add_argument("--no-judge-calibrate", dest="judge_calibrate", action="store_false",
+                     help="below a full budget the judge reads only its share, not also the other rated answers "
+                          "to calibrate itself (default: it does, unless the zoo's judge says calibrate = false)")
     pre.add_argument("--judge-cost", type=float, default=None,
                      help="one judge call in the costs' unit (default: the zoo's judge price, else the cheapest "
                           "model's mean cost)")

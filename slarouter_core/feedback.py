@@ -33,12 +33,15 @@ verdicts are biased; prediction-powered inference needs judge and truth on the s
 requests, and an unbiased estimate needs the judge's choice of requests not to depend on
 the thumbs). A plan cell then holds one of
 
-==========================  ===============================================
-``NO_FEEDBACK`` (-1)        nothing
-0, 1                        the user's thumbs only
-``JUDGED`` + j (2, 3)       the judge's verdict j only (no thumbs)
-``BOTH`` + 2 y + j (4-7)    thumbs y and the judge's verdict j
-==========================  ===============================================
+=============================  ===============================================
+``NO_FEEDBACK`` (-1)           nothing
+0, 1                           the user's thumbs only
+``JUDGED`` + j (2, 3)          the judge's verdict j only (no thumbs)
+``BOTH`` + 2 y + j (4-7)       thumbs y and the judge's verdict j
+``CALIBRATION`` + 2 y + j      thumbs y, and the judge's verdict j read only to
+(8-11)                         calibrate it (``judge_calibrate``: a rated answer
+                               outside the budget's draw)
+=============================  ===============================================
 
 so that one int8 matrix still carries a whole stream's verdicts. A judge verdict is never
 a thumb: the router decides how to use it (``SLARouter.observe(..., judge=)``), and a
@@ -55,7 +58,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .judge import JudgeModel
-from .validation import Checked, Choice, Instance, Range, check_number, param
+from .validation import Bool, Checked, Choice, Instance, Range, check_number, param
 
 FeedbackKind = Literal["iid", "bursty", "negative", "delayed", "drift"]
 KINDS: tuple[str, ...] = ("iid", "bursty", "negative", "delayed", "drift")
@@ -64,18 +67,31 @@ NO_FEEDBACK = -1
 JUDGED = 2
 #: plan code of thumbs y with the judge's verdict j on the same answer: BOTH + 2 y + j
 BOTH = 4
+#: plan code of thumbs y with a verdict j that only calibrates the judge: CALIBRATION + 2 y + j
+CALIBRATION = 8
 
 
 def thumbs_of(codes):
     """The users' thumbs in plan codes (0/1; ``NO_FEEDBACK`` where they gave none)."""
     c = np.asarray(codes)
-    return np.where(c >= BOTH, (c - BOTH) // 2, np.where(c >= JUDGED, NO_FEEDBACK, c)).astype(np.int8)
+    return np.where(c >= CALIBRATION, (c - CALIBRATION) // 2,
+                    np.where(c >= BOTH, (c - BOTH) // 2, np.where(c >= JUDGED, NO_FEEDBACK, c))).astype(np.int8)
 
 
 def judge_of(codes):
-    """The judge's verdicts in plan codes (0/1; ``NO_FEEDBACK`` where it gave none)."""
+    """The judge's verdicts in plan codes, every call (0/1; ``NO_FEEDBACK`` where it gave
+    none); :func:`calibration_of` tells those read only to calibrate it."""
     c = np.asarray(codes)
-    return np.where(c >= BOTH, (c - BOTH) % 2, np.where(c >= JUDGED, c - JUDGED, NO_FEEDBACK)).astype(np.int8)
+    return np.where(c >= CALIBRATION, (c - CALIBRATION) % 2,
+                    np.where(c >= BOTH, (c - BOTH) % 2,
+                             np.where(c >= JUDGED, c - JUDGED, NO_FEEDBACK))).astype(np.int8)
+
+
+def calibration_of(codes):
+    """The verdicts read only to calibrate the judge (0/1; ``NO_FEEDBACK`` elsewhere): a
+    step's prediction never uses them."""
+    c = np.asarray(codes)
+    return np.where(c >= CALIBRATION, (c - CALIBRATION) % 2, NO_FEEDBACK).astype(np.int8)
 
 
 def judge_calls(codes) -> int:
@@ -102,6 +118,7 @@ class FeedbackConfig(Checked):
     judge: JudgeModel | None = param(None, Instance(JudgeModel, optional=True, from_dict=True))
     judge_fill: JudgeModel | None = param(None, Instance(JudgeModel, optional=True, from_dict=True))
     judge_budget: float = param(1.0, Range(low=0.0, high=1.0))
+    judge_calibrate: bool = param(True, Bool())
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -233,16 +250,21 @@ def make_plan(labels: np.ndarray, gives_iid: np.ndarray, rate: float, seed: int,
         p = np.where(shown > 0, rate, min(1.0, rate * config.negative_ratio))
         fb = np.where(u < p, shown, NO_FEEDBACK).astype(np.int8)
     if config.judge_fill is not None:
-        fb = fill_in(fb, labels, config.judge_fill, config.judge_budget, _rng(seed, 6))
+        fb = fill_in(fb, labels, config.judge_fill, config.judge_budget, _rng(seed, 6),
+                     calibrate=config.judge_calibrate)
     return FeedbackPlan(feedback=fb, delay=delay)
 
 
 def fill_in(fb: np.ndarray, labels: np.ndarray, judge: JudgeModel, budget: float,
-            rng: np.random.Generator) -> np.ndarray:
+            rng: np.random.Generator, calibrate: bool = False) -> np.ndarray:
     """``fb`` with the judge's verdicts on a share ``budget`` of the requests, drawn
     independently of the thumbs: ``JUDGED`` + j where the user gave none, ``BOTH`` + 2 y + j
     where they did. The judge reads the served answer, so its verdict is drawn for every
-    model and the served one is what the router sees.
+    model and the served one is what the router sees. With ``calibrate`` it also reads the
+    rated answers outside the draw (``CALIBRATION`` + 2 y + j), for its calibration only:
+    below a full budget the draw alone leaves it a share ``budget`` of the thumbs to be
+    calibrated on, and a verdict that never sets its step's prediction can follow the
+    thumbs without biasing the estimate.
 
     The judge once read every thumbed answer and the budget's share of the rest. Below a
     full budget that made a step's prediction depend on whether it was rated, which the
@@ -253,7 +275,8 @@ def fill_in(fb: np.ndarray, labels: np.ndarray, judge: JudgeModel, budget: float
     judged = rng.random(fb.shape[0]) < budget
     verdict = judge.corrupt(np.asarray(labels), rng).astype(np.int8)
     filled = np.where(fb >= 0, BOTH + 2 * fb + verdict, JUDGED + verdict)
-    return np.where(judged[:, None], filled, fb).astype(np.int8)
+    rest = np.where(fb >= 0, CALIBRATION + 2 * fb + verdict, fb) if calibrate else fb
+    return np.where(judged[:, None], filled, rest).astype(np.int8)
 
 
 def drift_order(order: np.ndarray, groups: np.ndarray, mix: float, seed: int) -> np.ndarray:

@@ -43,7 +43,7 @@ from .baselines.static import static_mixture_lp
 from .judge import JudgeModel
 from .policies.certificate import Certificate
 from .policies.contextual import DEFAULT_WINDOW, GUARANTEES
-from .validation import Alpha, Checked, Choice, Instance, Int, Range, param
+from .validation import Alpha, Bool, Checked, Choice, Instance, Int, Range, param
 
 #: one-sided 90% normal quantile: confidence and power of the labels-needed test
 Z90 = NormalDist().inv_cdf(0.9)
@@ -65,6 +65,9 @@ class PreflightConfig(Checked):
     judge: JudgeModel | None = param(None, Instance(JudgeModel, optional=True, from_dict=True))
     #: share of the answers the judge reads, drawn regardless of the thumbs (those rated calibrate it)
     judge_budget: float = param(1.0, Range(low=0.0, high=1.0))
+    #: below a full budget, the judge also reads the rated answers outside its share, to
+    #: calibrate itself only (``FeedbackConfig.judge_calibrate``): calls counted, margin as is
+    judge_calibrate: bool = param(True, Bool())
     #: one judge call in the costs' unit; None: the cheapest model's mean cost per request
     judge_cost: float | None = param(None, Range(low=0.0, optional=True, to_float=True))
     #: the text model's residual variance on answers without a verdict, where it was
@@ -204,7 +207,7 @@ class Preflight:
             "models": list(self.models), "accuracy": list(self.accuracy), "mean_cost": list(self.mean_cost),
             "alpha": cfg.alpha, "feedback_rate": cfg.feedback_rate, "window": cfg.window, "delta": cfg.delta,
             "guarantee": cfg.guarantee, "judge": None if cfg.judge is None else cfg.judge.to_dict(),
-            "judge_budget": cfg.judge_budget, "residual_var": cfg.residual_var,
+            "judge_budget": cfg.judge_budget, "judge_calibrate": cfg.judge_calibrate, "residual_var": cfg.residual_var,
             "best": self.models[self.best], "runner_up": None if self.runner_up is None else self.models[self.runner_up],
             "certifiable": self.certifiable, "target": self.target, "margin": self.margin, "headroom": self.headroom,
             "alpha_max": self.alpha_max, "feedback_rate_min": self.feedback_rate_min, "window_min": self.window_min,
@@ -223,7 +226,9 @@ class Preflight:
         best = f"{self.models[self.best]} ({pct(self.accuracy[self.best])})"
         claim = (f"alpha {pct(cfg.alpha)}, a {cfg.guarantee} bound at {100 * (1 - cfg.delta):g}% over "
                  f"{cfg.window:,} requests, thumbs on {100 * cfg.feedback_rate:g}% of them"
-                 + (f", an LLM judge ({cfg.judge.name}) reading {100 * cfg.judge_budget:g}% of the rest"
+                 + (f", an LLM judge ({cfg.judge.name}) reading {100 * cfg.judge_budget:g}% of the answers"
+                    + (" and the other rated ones (to calibrate it)"
+                       if cfg.judge_calibrate and cfg.judge_budget < 1 else "")
                     if cfg.judge else ""))
         lines = [claim]
         if self.certifiable:
@@ -287,6 +292,8 @@ def preflight(accuracy: Sequence[float], mean_cost: Sequence[float], config: Pre
     judge_cost = float(cost.min()) if cfg.judge_cost is None else float(cfg.judge_cost)
     judged = _Margins(acc, cost, cfg, cfg.judge is not None)
     calls = judged.judged_share()
+    if cfg.judge is not None and cfg.judge_calibrate:
+        calls += (1.0 - calls) * cfg.feedback_rate  # the rated answers outside the share
 
     headroom = judged.clears()
     certifiable = headroom >= -1e-12

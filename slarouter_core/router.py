@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .policies import compat
-from .feedback import BOTH, JUDGED, NO_FEEDBACK, VerdictsInFlight, judge_of, thumbs_of
+from .feedback import BOTH, CALIBRATION, JUDGED, NO_FEEDBACK, VerdictsInFlight, calibration_of, judge_of, thumbs_of
 from .policies.base import LATE_WINDOW, BlockTrace, Policy, StepDraws, int_state
 # guarded's names stay importable from here, as the docs import them
 from .policies.guarded import GUARDED_SWITCHES, POLICIES, TS_TRIES, GuardedConfig
@@ -344,6 +344,18 @@ class SLARouter:
         except KeyError:
             pass
 
+    def judge_calibration(self, t: int, verdict: int) -> bool:
+        """An LLM judge's verdict on rated step ``t``'s answer, read only to calibrate the
+        judge (the step's prediction stays the text model's: a verdict asked for because
+        the answer was rated must not set it). True if the policy took it; a policy
+        without a judge calibration, or a step it no longer holds, ignores it."""
+        if verdict not in (0, 1, True, False):
+            raise ValueError(f"judge verdict must be 1 or 0, got {verdict!r}")
+        try:
+            return self.policy.judge_calibration(int(t), float(verdict))
+        except KeyError:
+            return False
+
     def sla_status(self) -> dict:
         """What the router claims about its SLA now: ``at_risk`` (the target can no longer
         be reached with the stated confidence in the rest of the window), the step the
@@ -493,7 +505,7 @@ def serve_requests(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a:
         if in_flight is not None:
             for t, f in in_flight.arriving(pos0 + i):
                 try:
-                    router.late_feedback(t, f)
+                    _late_thumbs(router, t, f)
                 except KeyError:  # older than the router keeps unanswered steps
                     continue
                 if on_event:
@@ -501,16 +513,19 @@ def serve_requests(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a:
         version = router.model_version
         d = router.decide(X[i], costs[i])
         f = int(plan[i, d.model])
-        thumb, judge = int(thumbs_of(f)), int(judge_of(f))
-        verdict = None if judge == NO_FEEDBACK else judge
+        thumb, judge, calib = int(thumbs_of(f)), int(judge_of(f)), int(calibration_of(f))
+        verdict = None if judge == NO_FEEDBACK or calib != NO_FEEDBACK else judge
         if delay is None:
             router.observe(d, None if thumb == NO_FEEDBACK else thumb, verdict)
+            if calib != NO_FEEDBACK:
+                router.judge_calibration(d.t, calib)
             out["s_used"][k] = router.last_s_used
         else:  # the queue step is split between the step and the thumb's arrival
             router.observe(d, None, judge=verdict)
             out["s_used"][k] = np.nan
-            if thumb != NO_FEEDBACK and in_flight.send(pos0 + i, int(delay[i]), d.t, thumb):
-                router.late_feedback(d.t, thumb)
+            # a calibration verdict follows its thumbs: the code travels with them
+            if thumb != NO_FEEDBACK and in_flight.send(pos0 + i, int(delay[i]), d.t, thumb if calib < 0 else f):
+                _late_thumbs(router, d.t, thumb if calib < 0 else f)
                 if on_event:
                     on_event("now")
         out["model"][k] = d.model
@@ -523,6 +538,14 @@ def serve_requests(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a:
         if on_event:
             on_event("step")
     return BlockTrace(**out)
+
+
+def _late_thumbs(router: SLARouter, t: int, code: int) -> None:
+    """Late thumbs in plan code (0/1, or ``CALIBRATION`` + 2 y + j: thumbs y, then the
+    judge's calibration verdict j on the same answer)."""
+    router.late_feedback(t, int(thumbs_of(code)))
+    if code >= CALIBRATION:
+        router.judge_calibration(t, int(calibration_of(code)))
 
 
 def _json_default(o):

@@ -81,9 +81,13 @@ def parse_feedback(value: FeedbackConfig | str | Mapping[str, Any]) -> FeedbackC
 
     kw: dict[str, Any] = {"kind": kind}
     known = {"burst_length", "on_fraction", "negative_ratio", "delay", "delay_dist", "drift_mix", "judge",
-             "judge_fill", "judge_budget"}
+             "judge_fill", "judge_budget", "judge_calibrate"}
     for key, raw in _key_values(rest, text, "feedback", known):
-        if key in ("judge", "judge_fill"):
+        if key == "judge_calibrate":
+            if raw.lower() not in ("true", "false", "1", "0", "on", "off"):
+                raise ValueError(f"feedback parameter judge_calibrate must be true or false, got {raw!r}")
+            kw[key] = raw.lower() in ("true", "1", "on")
+        elif key in ("judge", "judge_fill"):
             if raw not in JUDGE_PRESETS:
                 raise ValueError(f"unknown judge {raw!r}: choose {', '.join(JUDGE_PRESETS)}")
             kw[key] = JUDGE_PRESETS[raw]
@@ -105,6 +109,7 @@ def feedback_params(fcfg: FeedbackConfig) -> dict[str, Any]:
     if fcfg.judge_fill is not None:
         out["judge_fill"] = fcfg.judge_fill.to_dict()
         out["judge_budget"] = fcfg.judge_budget
+        out["judge_calibrate"] = fcfg.judge_calibrate
     return out
 
 
@@ -118,6 +123,8 @@ def feedback_name(fcfg: FeedbackConfig) -> str:
         name += f"+judge({fcfg.judge.name})"
     if fcfg.judge_fill is not None:
         budget = "" if fcfg.judge_budget == 1.0 else f",budget={fcfg.judge_budget:g}"
+        if fcfg.judge_budget < 1.0 and not fcfg.judge_calibrate:
+            budget += ",no-calibration"
         name += f"+fill({fcfg.judge_fill.name}{budget})"
     return name
 

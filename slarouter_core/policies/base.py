@@ -201,6 +201,11 @@ class Policy(ABC):
         if self.JUDGE_USE == "label":
             self.late_update(t, verdict)
 
+    def judge_calibration(self, t: int, verdict: float) -> bool:
+        """A judge's verdict on rated step ``t``'s answer, to calibrate the judge only; True
+        if taken (only a policy that calibrates a judge takes it)."""
+        return False
+
     @property
     def learns_from_every_label(self) -> bool:
         """Whether every label reaches its satisfaction model (Algorithm 1's predictor

@@ -19,7 +19,9 @@ The rectification holds only if ``g_t`` is the prediction the step would have ha
 its thumbs, so whether a step goes to the judge must not depend on whether it was rated:
 a judge on a budget reads a share ``b`` of all answers, drawn when the answer is served
 (rated ones give its calibration pairs; :attr:`Certificate.judge_share` is ``b`` as
-measured). Thumbs that arrive after their step was accounted rectify it then
+measured). A rated answer outside the draw may be read too once its thumbs came, for a
+calibration pair only (:meth:`Certificate.calibrate`): that verdict never becomes a
+step's prediction, so it may depend on the thumbs. Thumbs that arrive after their step was accounted rectify it then
 (:meth:`Certificate.late_thumbs`); ``phi`` is then the share of steps whose thumbs were
 due, not of all steps: with thumbs ``d`` requests late (``d`` the mean delay so far) the
 last ``d`` steps cannot have theirs yet, and dividing by all steps inflated every
@@ -223,6 +225,18 @@ class Certificate:
         if self.judge_share < 1.0:
             self.r2[0] += (y - float(p)) ** 2
             self.r2_n[0] += 1
+        self._pair(p, judge, y)
+
+    def calibrate(self, p: float, judge: float, y: float) -> None:
+        """A verdict on a rated step's answer read only to calibrate the judge (the step kept
+        the text model's prediction ``p``): a calibration pair, and a sample of the judged
+        steps' residual, since the judge read it whatever its thumbs say."""
+        self.r2[1] += (y - self.value(p, judge)) ** 2
+        self.r2_n[1] += 1
+        self._pair(p, judge, y)
+
+    def _pair(self, p: float, judge: float, y: float) -> None:
+        """One calibration pair; the calibration is refitted when the pairs grew by a quarter."""
         self.pairs_buf[self.pairs_n % MAX_PAIRS] = (_logit(p), judge, y)
         self.pairs_n += 1
         n = self.pairs_n

@@ -64,6 +64,9 @@ from .certificate import Certificate
 from .schedule import exploration_probability
 from .text_model import PRICE_CAP, fit_multitask_logistic, kmeans, multitask_weights, price_for_target
 
+#: rated steps the judge did not read kept for a calibration verdict on their answer
+#: (a service asks for it when the thumbs come, so it follows them closely)
+RATED_WINDOW = 10_000
 #: posterior draws per fallback step to estimate each model's probability of being best
 _BEST_DRAWS = 64
 FALLBACKS = ("thompson", "level", "request")
@@ -452,6 +455,9 @@ class ContextualPolicy(Policy):
         self.t = 0
         # steps served without feedback yet: t -> (model, prediction, x)
         self.pending: OrderedDict[int, tuple[int, float, np.ndarray]] = OrderedDict()
+        # rated steps the judge did not read: t -> (model, prediction, thumbs), for a verdict
+        # asked for only to calibrate the judge (judge_calibration)
+        self.rated: OrderedDict[int, tuple[int, float, float]] = OrderedDict()
 
     # -- the model ----------------------------------------------------------------
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -1045,7 +1051,24 @@ class ContextualPolicy(Policy):
             self.trim_pending(LATE_WINDOW)
         else:
             self._learn(step.model, p, x, float(feedback), code, g)
+            if judge is None:
+                self._rated(step.t, step.model, p, float(feedback))
         return s
+
+    def _rated(self, t: int, m: int, p: float, y: float) -> None:
+        self.rated[int(t)] = (int(m), float(p), float(y))
+        while len(self.rated) > RATED_WINDOW:
+            self.rated.popitem(last=False)
+
+    def judge_calibration(self, t: int, verdict: float) -> bool:
+        """A judge's verdict on rated step ``t``'s answer, outside the budget's draw: it
+        calibrates the judge (``Certificate.calibrate``) and counts towards the judge's error
+        rates (``judge_levels``), never the step's prediction. KeyError: not a rated step
+        the judge did not read, or one older than ``RATED_WINDOW`` rated steps."""
+        m, p, y = self.rated.pop(int(t))
+        self.cert.calibrate(p, float(verdict), y)
+        self._judge_pair(m, y, float(verdict))
+        return True
 
     def forget_evidence(self) -> None:
         """Keep a share ``forget`` of the request-blind evidence of each model written off
@@ -1074,6 +1097,8 @@ class ContextualPolicy(Policy):
         if code == 2:
             self.blind_s[m] += ds
         self._learn(m, p, x, float(feedback), code, g, slot)
+        if judge is None:
+            self._rated(t, m, p, float(feedback))
 
     def late_judge(self, t: int, verdict: float) -> None:
         """The judge's verdict on step ``t``'s answer, after the step was accounted without
@@ -1206,6 +1231,8 @@ class ContextualPolicy(Policy):
             arrays["contextual.centers"] = np.ascontiguousarray(self.centers)
         arrays["contextual.pending_x"] = (np.stack([r[2] for r in self.pending.values()])
                                           if self.pending else np.zeros((0, self.D), np.float32))
+        arrays["contextual.rated"] = np.array([(t, m, p, y) for t, (m, p, y) in self.rated.items()],
+                                              np.float64).reshape(-1, 4)
         return meta, arrays
 
     def load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -1257,6 +1284,11 @@ class ContextualPolicy(Policy):
             (int(r[0]), (int(r[1]), float(r[2]), px[i], _blindness(r[3]), float(r[4]),
                          None if r[5] is None else float(r[5]), _label_slot(r[6:], self.lab_n)))
             for i, r in enumerate(meta["pending"]))
+        rated = np.array(arrays.get("contextual.rated", np.zeros((0, 4))), np.float64)
+        if (rated.ndim != 2 or rated.shape[1] != 4 or len(rated) > RATED_WINDOW or not np.all(np.isfinite(rated))
+                or np.any((rated[:, 1] < 0) | (rated[:, 1] >= self.M)) or np.any((rated[:, 3] != 0) & (rated[:, 3] != 1))):
+            raise ValueError("contextual state rated steps are malformed")
+        self.rated = OrderedDict((int(t), (int(m), float(p), float(y))) for t, m, p, y in rated)  # added later: none
         self.cert.load_state(meta["certificate"], arrays)
 
 

@@ -134,7 +134,7 @@ class RoutingService(Persistence):
         self.plug_sum = 0.0            # sum over steps of (feedback if given else predicted)
         self.last_v = math.nan
         self.usage_rejected = 0
-        self.judge = {"calls": 0, "verdicts": 0, "failures": 0, "skipped": 0, "cost": 0.0}
+        self.judge = {"calls": 0, "verdicts": 0, "failures": 0, "skipped": 0, "cost": 0.0, "calibration_calls": 0}
         self._judge_rng = random.Random(config.seed)
         self.trace: deque = deque(maxlen=config.history)
         self._preflight: tuple[tuple, dict] | None = None  # (thumbs rate, window), the check
@@ -522,15 +522,34 @@ class RoutingService(Persistence):
         self._apply_judge(ev)
 
     def judge_result(self, ticket: Ticket, verdict: int | None, prompt_tokens: int | None = None,
-                     completion_tokens: int | None = None) -> None:
-        """A judge call ended: its verdict (None: it failed; no label) reaches the router."""
+                     completion_tokens: int | None = None, calibration: bool = False) -> None:
+        """A judge call ended: its verdict (None: it failed; no label) reaches the router;
+        ``calibration``: a call made only to calibrate the judge (:meth:`judge_calibrates`)."""
         j = self.zoo.judge
         cost = j.price(prompt_tokens or 0, completion_tokens or 0) if j is not None else 0.0
         with self._lock:
             ev = {"rid": ticket.request_id, "t": ticket.t, "verdict": verdict, "cost": float(cost)}
+            if calibration:
+                ev["calibration"] = True
             self._log("judge", ev)
             self._apply_judge(ev)
             self._start_refit()
+
+    # Below a full budget the draw leaves the judge only its share of the rated answers to be
+    # calibrated on. A rated answer outside the draw is judged too, once its thumbs came
+    # (within calibrate_within_s of the reply, the answer kept till then): that verdict only
+    # calibrates the judge (SLARouter.judge_calibration), so asking for it because the answer
+    # was rated biases nothing.
+    def judge_calibrates(self, request_id: str) -> bool:
+        """Whether a rated answer outside the judge's draw goes to the judge to calibrate it:
+        a zoo judge with ``calibrate`` on, a router that calibrates one (``judge_use``
+        "estimate"), thumbs given, and a step the router still holds as rated."""
+        j = self.zoo.judge
+        if j is None or not j.calibrate or self.router.judge_use != "estimate":
+            return False
+        with self._lock:
+            rec = self.requests.get(request_id)
+            return rec is not None and rec[8] is None and rec[4] is not None
 
     # -- refits -----------------------------------------------------------------------
     def _start_refit(self) -> None:
@@ -576,6 +595,10 @@ class RoutingService(Persistence):
             self.judge["cost"] += ev["cost"]
             if ev["verdict"] is None:
                 self.judge["failures"] += 1
+            elif ev.get("calibration"):
+                self.judge["calibration_calls"] += 1
+                self.router.judge_calibration(ev["t"], int(ev["verdict"]))
+                return
             else:
                 self.judge["verdicts"] += 1
                 if rec is not None:

@@ -10,7 +10,9 @@ model in the router's order of preference (models whose circuit is open last); a
 backend's 400/413/422/429 goes back to the client with its message and Retry-After (the
 client's fault, not the backend's); a stream that breaks off ends with an OpenAI-style
 error event; a client that hangs up is not a backend failure. With a ``[judge]`` in the
-zoo, answered requests are judged in the background after the reply (never delaying it).
+zoo, answered requests are judged in the background after the reply (never delaying it),
+on the budget's draw; with its ``calibrate`` on, a rated answer outside the draw is judged
+when its thumbs come, to calibrate the judge only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
@@ -41,6 +44,10 @@ MODEL_HEADER = "x-slarouter-model"
 CHOSEN_HEADER = "x-slarouter-chosen"
 #: a backend's answers that are the client's fault: passed on, not failed over
 CLIENT_ERRORS = frozenset({400, 413, 422, 429})
+#: answers kept for a calibration read once their thumbs come (the newest; see
+#: RoutingService.judge_calibrates): an answer older than the zoo judge's
+#: ``calibrate_within_s``, or pushed out by newer ones, is not judged
+ANSWERS_KEPT = 2048
 OPEN_PATHS = frozenset({"/healthz"})
 
 
@@ -150,6 +157,7 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
     async def lifespan(app: FastAPI):
         app.state.client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=512))
         app.state.judge_tasks = set()
+        app.state.answers = OrderedDict()  # request id -> (ticket, answer, reply time): calibration reads
         app.state.closing = False
         stop = asyncio.Event()
 
@@ -200,7 +208,15 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
         """Judge an answered request in the background, ``delay_s`` after the reply, if the
         budget's draw (made now, whatever the user's thumbs will be) says so, within the
         concurrency bound."""
-        if judge_client is None or not service.judge_assign(ticket):
+        if judge_client is None:
+            return
+        if not service.judge_assign(ticket):
+            j = service.zoo.judge
+            if j.calibrate and service.router.judge_use == "estimate" and j.calibrate_within_s > 0:
+                kept: OrderedDict = app.state.answers
+                kept[ticket.request_id] = (ticket, answer, time.monotonic())
+                while len(kept) > ANSWERS_KEPT:
+                    kept.popitem(last=False)
             return
         tasks: set = app.state.judge_tasks
 
@@ -231,6 +247,31 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
             asyncio.get_running_loop().call_later(delay, start)
         else:
             start()
+
+    def _calibrate(request_id: str) -> None:
+        """A rated answer the judge's draw left out: judged now, if it is still kept and
+        within the concurrency bound, its verdict only calibrating the judge."""
+        kept = app.state.answers.pop(request_id, None) if judge_client is not None else None
+        if kept is None:
+            return
+        ticket, answer, replied = kept
+        tasks: set = app.state.judge_tasks
+        if (app.state.closing or time.monotonic() - replied > service.zoo.judge.calibrate_within_s
+                or len(tasks) >= service.zoo.judge.max_concurrent or not service.judge_calibrates(request_id)):
+            return  # nothing was drawn or waits on it: no call, no journal entry
+
+        async def run() -> None:
+            try:
+                res = await judge_client.averdict(ticket.text, answer, client=app.state.client)
+            except Exception as exc:  # noqa: BLE001 - a failed judge call only means no calibration pair
+                log.info("calibration judge call for %s failed: %s", request_id, exc)
+                service.judge_result(ticket, None, calibration=True)
+                return
+            service.judge_result(ticket, res.label, res.prompt_tokens, res.completion_tokens, calibration=True)
+
+        t = asyncio.create_task(run())
+        tasks.add(t)
+        t.add_done_callback(tasks.discard)
 
     async def _open(client: httpx.AsyncClient, idx: int, body: dict, stream: bool) -> httpx.Response:
         m = service.zoo.models[idx]
@@ -425,10 +466,11 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
             return _error(422, "the body must be {\"request_id\": ..., \"satisfied\": true|false} and nothing "
                                "else: " + describe(exc))
         try:
-            return SafeJSONResponse(service.feedback(fb.request_id, fb.satisfied,
-                                                     request.scope.get("slarouter.key")))
+            out = service.feedback(fb.request_id, fb.satisfied, request.scope.get("slarouter.key"))
         except FeedbackError as exc:
             return _error(exc.status, str(exc), "feedback_error")
+        _calibrate(fb.request_id)
+        return SafeJSONResponse(out)
 
     @app.get("/v1/state")
     async def state(history: int = 0):

@@ -19,8 +19,10 @@ Stated accuracies are the prior of each model's level for a policy that takes on
 contextual policy's ``stated_levels``, worth ``stated_weight`` labels): it starts from them
 instead of knowing nothing, and the thumbs overrule them as they come.
 
-An optional LLM judge labels replies that get no thumbs (run after the reply is sent, within
-a budget; a failed call only means no label)::
+An optional LLM judge reads a share ``budget`` of the answers, drawn at the reply whatever
+their thumbs (run after the reply is sent; a failed call only means no label); with
+``calibrate`` on, a rated answer outside that share is read too when its thumbs come, and
+that verdict only calibrates the judge against the thumbs (it costs a call, counted)::
 
 ```toml
 [judge]
@@ -30,6 +32,8 @@ api_key_env = "JUDGE_API_KEY"          # optional
 budget = 1.0                           # share of answered requests sent to the judge (drawn at the reply)
 delay_s = 0                            # wait this long after the reply (paper mode: thumbs given by then win)
 max_concurrent = 4                     # judge calls in flight at most (more are skipped)
+calibrate = true                       # also judge rated answers outside the budget's draw, to calibrate the judge
+calibrate_within_s = 3600              # ... when their thumbs come this soon after the reply (the answer is kept till then)
 price_per_request = 0.0                # optional prices, counted in the service's cost
 price_per_1k_input = 0.0
 price_per_1k_output = 0.0
@@ -53,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..validation import Checked, Int, Range, param
+from ..validation import Bool, Checked, Int, Range, param
 
 NOMINAL_INPUT_TOKENS = 500
 NOMINAL_OUTPUT_TOKENS = 250
@@ -63,7 +67,7 @@ _FIELDS = {"name", "base_url", "model", "api_key_env", "price_per_1k_input", "pr
 
 
 _JUDGE_FIELDS = {"base_url", "model", "api_key_env", "budget", "delay_s", "max_concurrent", "price_per_request",
-                 "price_per_1k_input", "price_per_1k_output", "timeout_s"}
+                 "price_per_1k_input", "price_per_1k_output", "timeout_s", "calibrate", "calibrate_within_s"}
 
 
 class ZooError(ValueError):
@@ -153,6 +157,8 @@ class JudgeEntry(Checked):
     budget: float = param(1.0, Range(low=0.0, high=1.0, to_float=True))
     delay_s: float = param(0.0, Range(low=0.0, high=3600.0, to_float=True))
     max_concurrent: int = param(4, Int(low=1, high=256))
+    calibrate: bool = param(True, Bool())
+    calibrate_within_s: float = param(3600.0, Range(low=0.0, high=86400.0, to_float=True))
     price_per_request: float = 0.0
     price_per_1k_input: float = 0.0
     price_per_1k_output: float = 0.0
@@ -178,7 +184,8 @@ class JudgeEntry(Checked):
 
     def public(self) -> dict:
         return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-                "budget": self.budget, "delay_s": self.delay_s, "max_concurrent": self.max_concurrent}
+                "budget": self.budget, "delay_s": self.delay_s, "max_concurrent": self.max_concurrent,
+                "calibrate": self.calibrate, "calibrate_within_s": self.calibrate_within_s}
 
 
 @dataclass(frozen=True)

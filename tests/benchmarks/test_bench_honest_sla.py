@@ -40,16 +40,23 @@ def test_the_encoder_named_is_the_one_the_router_reads(bench, capsys, monkeypatc
 
 def test_judge_budget_has_the_judge_read_that_share_of_requests(bench, capsys):
     """``--judge-budget 0.25``: the judge rows read a quarter of the requests, rated or not
-    (the rated ones calibrate it), are named for it, and are left out of the
-    scorecard's judge goals, which are for a judge on every request; a budget outside
-    (0, 1] is refused before any stream runs."""
+    (the rated ones calibrate it), and the other rated answers to calibrate it (not with
+    ``--no-judge-calibrate``), are named for it, and are left out of the scorecard's judge
+    goals, which are for a judge on every request; a budget outside (0, 1] is refused
+    before any stream runs."""
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
                        "--judge-budget", "0.25"]) == 0
     out = capsys.readouterr().out
     assert "| demo (mixed) + judge on 25% of requests | contextual |" in out
     line = next(row for row in out.splitlines() if row.startswith("| demo (mixed) | ") and "x to " in row)
     calls = float(line.split("|")[2])
-    assert 0.18 < calls < 0.32  # a quarter of the requests, whatever their thumbs
+    assert 0.32 < calls < 0.48  # a quarter of the requests, whatever their thumbs, and the other rated ones
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1", "--judge-only",
+                       "--judge-budget", "0.25", "--no-judge-calibrate"]) == 0
+    row = next(r for r in capsys.readouterr().out.splitlines()
+               if r.startswith("| demo (mixed) + judge on 25% of requests, no calibration reads | contextual |"))
+    cells = row.split("|")
+    assert 0.0 < float(cells[10].strip().rstrip("x")) < float(line.split("|")[3].strip().rstrip("x")) * 0.32
     assert "| meets alpha at <= 1.00x |" not in out and "| meets alpha at <= 1.10x | demo (mixed) |" in out
     for bad in ("0", "1.5"):
         with pytest.raises(SystemExit) as exit_:

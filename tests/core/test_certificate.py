@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slarouter_core.feedback import (BOTH, JUDGED, NO_FEEDBACK, FeedbackConfig, judge_calls, judge_of, n_thumbs,
+from slarouter_core.feedback import (BOTH, CALIBRATION, JUDGED, NO_FEEDBACK, calibration_of, FeedbackConfig, judge_calls, judge_of, n_thumbs,
                                      thumbs_of)
 from slarouter_core.experiments.certificate_streams import known_truth_run
 from slarouter_core.judge import JudgeModel
@@ -502,7 +502,7 @@ def test_exploration_spends_little_on_a_dear_useless_model():
 
 # -- judge fill-in, end to end ---------------------------------------------------------------
 def test_fill_in_codes_keep_thumbs_and_add_the_judge():
-    fb = FeedbackConfig(judge_fill=HARSH, judge_budget=0.5)
+    fb = FeedbackConfig(judge_fill=HARSH, judge_budget=0.5, judge_calibrate=False)
     data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
     plain = simulate(data, X, SimulationConfig(contextual(0.8), seed=1)).feedback_plan
     filled = simulate(data, X, SimulationConfig(contextual(0.8), seed=1, feedback=fb)).feedback_plan
@@ -517,6 +517,92 @@ def test_fill_in_codes_keep_thumbs_and_add_the_judge():
     assert np.array_equal(judge_of(filled)[rated, 0] >= 0, judged_alone.any(axis=1)[rated] | (filled[rated, 0] >= BOTH))
     full = simulate(data, X, SimulationConfig(contextual(0.8), seed=1, feedback=FeedbackConfig(judge_fill=HARSH)))
     assert np.all(judge_of(full.feedback_plan) >= 0)  # a full budget reads every answer
+
+
+def test_fill_in_reads_the_rated_answers_outside_the_draw_for_calibration_only():
+    """``judge_calibrate`` (the default): the rated answers the budget's draw left out get a
+    calibration verdict (their own code); the draw and every other cell are as without it."""
+    data, X = zoo(2000, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    plans = {cal: simulate(data, X, SimulationConfig(contextual(0.8), seed=1, feedback=FeedbackConfig(
+        judge_fill=HARSH, judge_budget=0.5, judge_calibrate=cal))).feedback_plan for cal in (True, False)}
+    with_cal, without = plans[True], plans[False]
+    cal = with_cal >= CALIBRATION
+    assert np.array_equal(with_cal[~cal], without[~cal])
+    rated = thumbs_of(without) >= 0
+    assert np.array_equal(cal, rated & (judge_of(without) < 0))  # exactly the rated ones left out
+    assert np.array_equal(thumbs_of(with_cal), thumbs_of(without))
+    assert np.all(calibration_of(with_cal)[cal] == judge_of(with_cal)[cal]) and np.all(calibration_of(with_cal)[~cal] < 0)
+    assert 0.4 < cal[:, 0].sum() / rated[:, 0].sum() < 0.6
+    full = simulate(data, X, SimulationConfig(contextual(0.8), seed=1, feedback=FeedbackConfig(judge_fill=HARSH)))
+    assert not np.any(full.feedback_plan >= CALIBRATION)  # a full budget already reads every answer
+
+
+@pytest.mark.parametrize("mode, calls", [("paper", "unrated drawn"), ("guarded", "none"), ("contextual", "all")])
+def test_calibration_reads_are_made_only_by_a_router_that_calibrates_a_judge(mode, calls):
+    fb = FeedbackConfig(judge_fill=HARSH, judge_budget=0.25)
+    data, X = zoo(1500, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    sim = simulate(data, X, SimulationConfig(RouterConfig(alpha=0.8, mode=mode), seed=0, feedback=fb))
+    f = sim.arrays()["feedback"]
+    rated = thumbs_of(f) >= 0
+    if calls == "none":
+        assert judge_calls(f) == 0
+    elif calls == "unrated drawn":  # paper mode labels with the judge where there are no thumbs
+        assert not np.any(f >= BOTH) and 0.15 < np.mean(judge_of(f)[~rated] >= 0) < 0.35
+    else:
+        cert = sim.router.policy.cert
+        assert np.all(judge_of(f)[rated] >= 0)  # every rated answer was read
+        assert cert.pairs_n == int(rated.sum())  # and calibrates the judge
+        assert cert.judged == int(np.sum((f >= JUDGED) & (f < CALIBRATION)))  # only the draw sets predictions
+        late = simulate(data, X, SimulationConfig(RouterConfig(alpha=0.8, mode=mode), seed=0, feedback=FeedbackConfig(
+            kind="delayed", delay=30.0, judge_fill=HARSH, judge_budget=0.25)))
+        lc = late.router.policy.cert
+        assert lc.pairs_n == lc.thumbs < cert.thumbs  # the verdicts follow their thumbs (the last 30 never came)
+
+
+@pytest.mark.parametrize("delay", [0, 50])
+def test_calibration_reads_leave_the_estimate_unbiased_and_give_the_judge_every_rated_pair(delay):
+    """A verdict read because the answer was rated never sets its step's prediction, so the
+    estimate stays unbiased and the bound covers, while the judge is calibrated on all the
+    thumbs instead of its budget's share of them."""
+    n, reps, delta = 1500, 100, 0.05
+    out = np.array([synthetic_run(Certificate(0.7, delta, "window", n), s, n, budget=0.25, predicted=0.9,
+                                  delay=delay, calibrate=True) for s in range(reps)])
+    truth, est, lcb, _ = out.T
+    err = est - truth
+    assert abs(err.mean()) < 3 * err.std() / np.sqrt(reps) + 2e-3, err.mean()
+    assert np.mean(truth < lcb) <= delta + 0.06
+    pairs = {}
+    for cal in (True, False):
+        cert = Certificate(0.7, delta, "window", n)
+        synthetic_run(cert, 0, n, budget=0.25, predicted=0.9, delay=delay, calibrate=cal)
+        pairs[cal] = cert.pairs_n
+        assert cert.judge_share == pytest.approx(0.25, abs=0.05)  # the draw alone sets predictions
+    assert pairs[True] == cert.thumbs and pairs[False] < 0.4 * pairs[True]
+
+
+def test_a_calibration_verdict_teaches_the_judge_not_the_estimate_and_survives_a_checkpoint(tmp_path):
+    data, X = zoo(400, acc_easy=(0.9, 0.95), acc_hard=(0.3, 0.9), cost=(1.0, 10.0))
+    r = SLARouter(contextual(0.8), data.n_models, X.shape[1], seed=0, stream_length=400)
+    for i in range(40):
+        d = r.decide(X[i], data.costs[i])
+        r.observe(d, int(data.solved[i, d.model]) if i % 2 else None)
+    cert = r.policy.cert
+    dr, var, judged = cert.dr, cert.var, cert.judged
+    assert r.judge_calibration(4, 1) and cert.pairs_n == 1  # a rated step (every even one)
+    assert (cert.dr, cert.var, cert.judged) == (dr, var, judged)  # the estimate is untouched
+    assert not r.judge_calibration(4, 0) and cert.pairs_n == 1  # once per answer
+    assert not r.judge_calibration(3, 1)  # an unrated step: no thumbs to pair with
+    assert r.policy.pair_tp.sum() + r.policy.pair_fp.sum() == 1  # counted towards the judge's error rates
+    r.save(tmp_path / "r.safetensors")
+    again = SLARouter.load(tmp_path / "r.safetensors")
+    assert list(again.policy.rated) == list(r.policy.rated) and len(r.policy.rated) == 19
+    assert again.judge_calibration(6, 0) and again.policy.cert.pairs_n == 2
+    d = r.decide(X[40], data.costs[40])
+    r.observe(d, None)
+    r.late_feedback(d.t, 1)
+    assert r.judge_calibration(d.t, 1)  # late thumbs: the verdict follows them
+    with pytest.raises(ValueError):
+        r.judge_calibration(7, 2)
 
 
 @pytest.mark.parametrize("mode, use", [("paper", "label"), ("guarded", "ignore"), ("contextual", "estimate")])

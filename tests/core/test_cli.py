@@ -349,7 +349,9 @@ def test_preflight_text_prices_what_a_learned_text_model_could_save(data_path, t
     # its calls (on half of all answers, rated or not) are in the floor
     assert main([*args, "--json", "--judge-fill", "acpbench", "--judge-budget", "0.5"]) == 0
     j = json.loads(capsys.readouterr().out)
-    assert j["text_judged"] == 64 and j["judge_calls_per_request"] == pytest.approx(0.5)
+    assert j["text_judged"] == 64 and j["judge_calls_per_request"] == pytest.approx(0.5 + 0.5 * 0.2)
+    assert main([*args, "--json", "--judge-fill", "acpbench", "--judge-budget", "0.5", "--no-judge-calibrate"]) == 0
+    assert json.loads(capsys.readouterr().out)["judge_calls_per_request"] == pytest.approx(0.5)
     zoo = tmp_path / "zoo.toml"
     zoo.write_text(ZOO.format(judge=""))
     assert main(["preflight", "--zoo", str(zoo), "--alpha", "0.8", "--text"]) == 2

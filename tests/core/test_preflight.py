@@ -126,7 +126,12 @@ def test_a_judge_narrows_the_margin_and_its_break_even_is_what_it_saves():
     # the judge reads the budget's share of the answers, rated or not
     half = preflight(ACC, COST, PreflightConfig(alpha=0.75, window=3000, judge=JUDGE_PRESETS["acpbench"],
                                                 judge_budget=0.5, judge_cost=2.0))
-    assert half.judge_calls == pytest.approx(0.5) and half.judge_cost == 2.0
+    # and, to calibrate itself, the rated answers outside that share (thumbs on 20%)
+    assert half.judge_calls == pytest.approx(0.5 + 0.5 * 0.2) and half.judge_cost == 2.0
+    assert "and the other rated ones (to calibrate it)" in half.report()[0]
+    share_only = preflight(ACC, COST, PreflightConfig(alpha=0.75, window=3000, judge=JUDGE_PRESETS["acpbench"],
+                                                      judge_budget=0.5, judge_cost=2.0, judge_calibrate=False))
+    assert share_only.judge_calls == pytest.approx(0.5) and share_only.margin == half.margin
     assert judged.margin < half.margin < plain.margin
     # certifiable only with the judge: its break-even is unbounded
     edge = plain.alpha_max + 0.002

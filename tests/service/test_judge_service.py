@@ -235,3 +235,65 @@ def test_thumbs_for_a_step_the_router_no_longer_holds_are_refused_even_while_its
     with pytest.raises(Exception) as e:
         svc.feedback(tk.request_id, True)
     assert e.value.status == 410 and "no longer holds" in str(e.value)
+
+
+def test_a_rated_answer_outside_the_draw_is_judged_to_calibrate_the_judge_only(tmp_path):
+    """Below a full budget the draw leaves the judge few rated answers to be calibrated on; a
+    rated answer it left out is judged once its thumbs came, and that verdict only adds a
+    calibration pair (the estimate is untouched). Journaled: a restart replays it."""
+    svc = offline_judged_service(budget=0.0, state_dir=str(tmp_path))
+    tks = [svc.route(f"q {i}") for i in range(3)]
+    for tk in tks:
+        svc.complete(tk, tk.model, None)
+        assert not svc.judge_assign(tk)
+    assert not svc.judge_calibrates(tks[0].request_id)  # no thumbs yet
+    svc.feedback(tks[0].request_id, True)
+    assert svc.judge_calibrates(tks[0].request_id)
+    cert = svc.router.policy.cert
+    dr, var = cert.dr, cert.var
+    svc.judge_result(tks[0], 1, 100, 10, calibration=True)
+    assert cert.pairs_n == 1 and cert.judged == 0 and (cert.dr, cert.var) == (dr, var)
+    assert svc.judge["calibration_calls"] == 1 and svc.judge["calls"] == 1 and svc.judge["verdicts"] == 0
+    assert svc.state()["judge"]["calibration_calls"] == 1
+    svc.judge_result(tks[0], None, calibration=True)  # a failed call: counted, nothing learned
+    assert svc.judge["failures"] == 1 and cert.pairs_n == 1
+    before = certificate_state(svc) + (cert.pairs_n,)
+    svc.journal.close()
+    again = RoutingService(svc.zoo, ServiceConfig(alpha=0.8, mode="contextual", state_dir=str(tmp_path)),
+                           encoder=HashingEncoder(16))
+    assert certificate_state(again) + (again.router.policy.cert.pairs_n,) == before
+    assert again.judge["calibration_calls"] == 1
+    again.journal.close()
+
+
+@pytest.mark.parametrize("mode, calibrate", [("paper", True), ("guarded", True), ("contextual", False)])
+def test_no_calibration_read_where_the_router_does_not_calibrate_a_judge_or_the_zoo_says_not_to(mode, calibrate):
+    zoo = Zoo(make_zoo({n: type("B", (), {"url": "http://127.0.0.1:1"})() for n in ("small", "medium")},
+                       names=("small", "medium")).models,
+              JudgeEntry(base_url="http://127.0.0.1:1/v1", model="j", budget=0.0, calibrate=calibrate))
+    svc = RoutingService(zoo, ServiceConfig(alpha=0.8, mode=mode), encoder=HashingEncoder(16))
+    tk = svc.route("q")
+    svc.complete(tk, tk.model, None)
+    svc.feedback(tk.request_id, True)
+    assert not svc.judge_calibrates(tk.request_id)
+
+
+@pytest.mark.parametrize("calibrate", [True, False])
+def test_over_http_rated_answers_outside_the_draw_go_to_the_judge_when_their_thumbs_come(running, backends, calibrate):
+    with FakeJudge(label=1) as judge:
+        svc = running(judged_zoo(backends, judge.url, budget=0.0, calibrate=calibrate), mode="contextual")
+        ids = [svc.http.post("/v1/chat/completions",
+                             json={"messages": [{"role": "user", "content": f"q{i}"}]}).json()["id"] for i in range(4)]
+        for rid in ids[:2]:
+            assert svc.http.post("/v1/feedback", json={"request_id": rid, "satisfied": True}).status_code == 200
+        cert = svc.service.router.policy.cert
+        if calibrate:
+            assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["calibration_calls"] == 2)
+            assert cert.pairs_n == 2 and cert.judged == 0 and cert.thumbs == 2
+            user = judge.calls[0]["messages"][1]["content"]
+            assert "q0" in user or "q1" in user  # the kept answer's question
+        else:
+            time.sleep(0.5)
+            assert len(judge.calls) == 0 and cert.pairs_n == 0
+        j = svc.http.get("/v1/state").json()["judge"]
+        assert j["calls"] == (2 if calibrate else 0) and j["calibrate"] is calibrate
