@@ -91,6 +91,8 @@ def panel() -> None:
                + ("The SLA is checked on the thumbs received (the router claims no bound of its own). "
                   if wilson else "") + "Charts show the service's recent history. The service's own zoo: "
                + ", ".join(f"{x['name']} ({x['model']})" for x in state["models"]) + ".")
+    if h["judge"]:
+        st.caption(h["judge"] + ".")
     pre = state.get("preflight")
     if pre:  # the zoo states accuracies: can its SLA be certified at the thumbs rate it gets?
         with st.expander("Pre-flight: can this SLA be certified? (the zoo's stated accuracies)", expanded=False):

@@ -713,7 +713,9 @@ class RoutingService(Persistence):
                 "sla": r.sla_status(),
                 "judge": None if self.zoo.judge is None else {
                     **self.zoo.judge.public(), **self.judge,
-                    # calls drawn and not ended, and the thumbs waiting for their verdicts
+                    # calls = verdicts (the draw's) + failures + calibration_calls (rated answers
+                    # outside the draw, answered); calls drawn and not ended, and the thumbs
+                    # waiting for their verdicts
                     "due": sum(1 for v in self.requests.values() if v[8] == "due"),
                     "thumbs_waiting": sum(1 for v in self.requests.values() if v[8] == "due" and v[4] is not None
                                           and self._holds_thumbs(v))},

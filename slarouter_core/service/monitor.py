@@ -88,6 +88,32 @@ def refit_text(refits: dict | None) -> str:
     return ", ".join(parts)
 
 
+def judge_text(judge: dict | None, cost_total: float) -> str:
+    """The service's LLM judge in words: its share of the answers, its calls and what came
+    of them, its spend (and its share of the whole), the calls still due and the thumbs
+    waiting for them; empty without a judge. A service from before a field reads none."""
+    if not judge:
+        return ""
+    calls, cal = int(judge.get("calls", 0)), int(judge.get("calibration_calls", 0))
+    text = f"LLM judge {judge.get('model', '')} on {100 * float(judge.get('budget', 1.0)):g}% of answers"
+    if cal or (judge.get("calibrate") and float(judge.get("budget", 1.0)) < 1.0):
+        text += " (and rated ones outside that share, to calibrate it)"
+    outcome = [f"{int(judge.get('verdicts', 0)):,} verdicts"]
+    if cal:
+        outcome.append(f"{cal:,} calibration reads")
+    for key, word in (("failures", "failed"), ("skipped", "skipped at the concurrency bound")):
+        if judge.get(key):
+            outcome.append(f"{int(judge[key]):,} {word}")
+    cost = float(judge.get("cost", 0.0))
+    text += f": {calls:,} calls ({', '.join(outcome)}), cost {cost:.4g}"
+    if cost > 0 and cost_total > 0:
+        text += f" ({100 * cost / cost_total:.1f}% of the total)"
+    due, held = int(judge.get("due", 0)), int(judge.get("thumbs_waiting", 0))
+    waiting = ([f"{due:,} call{'' if due == 1 else 's'} due"] if due else []) + (
+        [f"{held:,} thumbs waiting for their verdicts"] if held else [])
+    return text + ("; " + ", ".join(waiting) if waiting else "")
+
+
 def sla_window_text(sla: dict) -> str:
     """The SLA window the contextual mode is in, in words ("" for a mode without one)."""
     if sla.get("window") is None or sla.get("window_index") is None:
@@ -121,7 +147,7 @@ class ServiceView:
                 "window": sla_window_text(sla),
                 "thumbs_up": s["feedback"]["satisfied"], "thumbs_down": s["feedback"]["unsatisfied"],
                 "failed": s["requests_failed"], "failures": sum(m["failures"] for m in s["models"]),
-                "refits": refit_text(s.get("refits"))}
+                "refits": refit_text(s.get("refits")), "judge": judge_text(s.get("judge"), s["cost_total"])}
 
     def models_frame(self) -> pd.DataFrame:
         cols = ["name", "model", "chosen", "served", "failures", "prompt_tokens", "completion_tokens", "cost",

@@ -97,3 +97,20 @@ def test_a_zoo_with_stated_accuracies_gets_the_preflight_check(running, backends
     text = " ".join(m.value for m in exp.markdown)
     assert "certifiable: yes" in text and "large (90.0%)" in text
     assert "assumed" in " ".join(c.value for c in exp.caption)
+
+
+def test_a_service_with_a_judge_shows_its_calls_and_spend(running, backends, monkeypatch):  # noqa: F811
+    from tests.service.test_judge_service import FakeJudge, judged_zoo, wait_for
+
+    monkeypatch.setenv("SLAROUTER_API_KEY", KEY)
+    with FakeJudge(label=1) as judge:
+        svc = running(judged_zoo(backends, judge.url, price_per_request=0.5), alpha=0.8, mode="contextual")
+        client = svc.client()
+        for i in range(3):
+            ask(client, f"question {i}")
+        assert wait_for(lambda: svc.http.get("/v1/state").json()["judge"]["calls"] == 3)
+        at = open_app(PAGE)
+        at.text_input(key="w_service_url").set_value(svc.url).run()
+        assert not at.exception, [e.value for e in at.exception]
+        line = next(c.value for c in at.main.caption if c.value.startswith("LLM judge"))
+        assert "judge-model on 100% of answers: 3 calls (3 verdicts), cost 1.5 (" in line

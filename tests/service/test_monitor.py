@@ -134,3 +134,19 @@ def test_the_sla_window_is_said_in_words_only_where_there_is_one():
     assert sla_window_text(sla) == "SLA window 3: 1,234 of 10,000 requests served"
     assert sla_window_text({**sla, "windows_at_risk": 1}).endswith("; 1 window warned at risk so far")
     assert sla_window_text({**sla, "windows_at_risk": 2}).endswith("; 2 windows warned at risk so far")
+
+
+def test_the_judge_is_said_in_words_with_its_spend_only_where_there_is_one():
+    from slarouter_core.service.monitor import judge_text
+
+    assert judge_text(None, 10.0) == ""
+    judge = {"model": "j", "budget": 0.25, "calibrate": True, "calls": 9, "verdicts": 5, "calibration_calls": 3,
+             "failures": 1, "skipped": 2, "cost": 0.9, "due": 1, "thumbs_waiting": 0}
+    assert judge_text(judge, 9.0) == (
+        "LLM judge j on 25% of answers (and rated ones outside that share, to calibrate it): 9 calls (5 verdicts, "
+        "3 calibration reads, 1 failed, 2 skipped at the concurrency bound), cost 0.9 (10.0% of the total); "
+        "1 call due")
+    assert judge_text({**judge, "due": 2, "thumbs_waiting": 1}, 9.0).endswith(
+        "; 2 calls due, 1 thumbs waiting for their verdicts")
+    older = {"model": "j", "budget": 1.0, "calls": 2, "verdicts": 2, "cost": 0.0}  # before the calibration fields
+    assert judge_text(older, 5.0) == "LLM judge j on 100% of answers: 2 calls (2 verdicts), cost 0"
