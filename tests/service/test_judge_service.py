@@ -107,7 +107,9 @@ def test_the_zoo_judge_entry_is_validated():
     for bad, needle in (({"base_url": "http://h/v1", "model": "j", "budget": 1.5}, "budget"),
                         ({"base_url": "http://h/v1"}, "missing base_url or model"),
                         ({"base_url": "http://h/v1", "model": "j", "colour": 1}, "unknown key"),
-                        ({"base_url": "http://h/v1", "model": "j", "api_key_env": "sk-pasted key"}, "NAME")):
+                        ({"base_url": "http://h/v1", "model": "j", "api_key_env": "sk-pasted key"}, "NAME"),
+                        ({"base_url": "http://h/v1", "model": "j", "calibrate": "yes"}, "calibrate must be True or False"),
+                        ({"base_url": "http://h/v1", "model": "j", "calibrate_within_s": -1}, "calibrate_within_s")):
         with pytest.raises(ZooError, match=needle):
             parse_zoo({"models": models, "judge": bad})
 

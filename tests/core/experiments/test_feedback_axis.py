@@ -89,6 +89,11 @@ def test_bad_feedback_axis_inputs(toy):
         E.parse_feedback("delayed:lag=3")
     with pytest.raises(ValueError, match="unknown judge"):
         E.parse_feedback("iid:judge=me")
+    with pytest.raises(ValueError, match="judge_calibrate must be true or false"):
+        E.parse_feedback("iid:judge_fill=acpbench,judge_budget=0.5,judge_calibrate=maybe")
+    off = E.parse_feedback("iid:judge_fill=acpbench,judge_budget=0.5,judge_calibrate=false")
+    assert off.judge_calibrate is False and E.feedback_name(off).endswith(",budget=0.5,no-calibration)")
+    assert E.parse_feedback("iid:judge_fill=acpbench,judge_budget=0.5").judge_calibrate is True
     with pytest.raises(ValueError, match="exceeds 1"):
         E.GridConfig(feedback=("bursty",), feedback_rates=(0.2, 0.5))
     with pytest.raises(ValueError, match="must differ"):
