@@ -324,7 +324,8 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
         cleared = np.isfinite(lcb) & (lcb >= alpha)
         width = np.array([r[7] for r in res]) - lcb  # the bound's width at the window's end
         rows.append(dict(
-            scenario=name + judge_label(judge, judge_budget, judge_calibrate) + delay_label(delay), mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
+            scenario=name + judge_label(judge, judge_budget, judge_calibrate) + delay_label(delay),
+            mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
             sat=float(sat.mean()), sat_min=float(sat.min()),
             lcb=float(np.nanmean(lcb)) if np.isfinite(lcb).any() else math.nan,
             margin=float(np.nanmean(width)) if np.isfinite(width).any() else math.nan,
@@ -723,8 +724,8 @@ def main(argv=None) -> int:
                     help="only the rows with judge fill-in (the streams that have one; no break-even, "
                          "which needs the rows without it)")
     ap.add_argument("--judge-budget", type=float, default=1.0, metavar="F",
-                    help="the share of requests the judge rows' judge reads, drawn whatever their thumbs (default 1: every one, "
-                         "the issue's goals); its rows are named for it and the break-even is per call")
+                    help="the share of requests the judge rows' judge reads, drawn whatever their thumbs (default 1: "
+                         "every one, the issue's goals); its rows are named for it and the break-even is per call")
     ap.add_argument("--no-judge-calibrate", dest="judge_calibrate", action="store_false",
                     help="with --judge-budget below 1: the judge reads only its share, not also the rated answers "
                          "outside it to calibrate itself (FeedbackConfig.judge_calibrate, on by default)")

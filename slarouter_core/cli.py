@@ -630,8 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
     pre.add_argument("--judge-fill", default=None, choices=list(JUDGE_PRESETS),
                      help="an LLM judge with these error rates reads the answers without thumbs")
     pre.add_argument("--judge-budget", type=float, default=None,
-                     help="share of the answers the judge reads, whatever their thumbs (default: the zoo's judge budget, "
-                          "else 1.0)")
+                     help="share of the answers the judge reads, whatever their thumbs (default: the zoo's judge "
+                          "budget, else 1.0)")
     pre.add_argument("--no-judge-calibrate", dest="judge_calibrate", action="store_false",
                      help="below a full budget the judge reads only its share, not also the other rated answers "
                           "to calibrate itself (default: it does, unless the zoo's judge says calibrate = false)")

@@ -523,9 +523,9 @@ def serve_requests(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a:
         else:  # the queue step is split between the step and the thumb's arrival
             router.observe(d, None, judge=verdict)
             out["s_used"][k] = np.nan
-            # a calibration verdict follows its thumbs: the code travels with them
-            if thumb != NO_FEEDBACK and in_flight.send(pos0 + i, int(delay[i]), d.t, thumb if calib < 0 else f):
-                _late_thumbs(router, d.t, thumb if calib < 0 else f)
+            # the plan code travels with the thumbs: a calibration verdict follows them
+            if thumb != NO_FEEDBACK and in_flight.send(pos0 + i, int(delay[i]), d.t, f):
+                _late_thumbs(router, d.t, f)
                 if on_event:
                     on_event("now")
         out["model"][k] = d.model
@@ -541,8 +541,8 @@ def serve_requests(router: SLARouter, X, costs: np.ndarray, plan: np.ndarray, a:
 
 
 def _late_thumbs(router: SLARouter, t: int, code: int) -> None:
-    """Late thumbs in plan code (0/1, or ``CALIBRATION`` + 2 y + j: thumbs y, then the
-    judge's calibration verdict j on the same answer)."""
+    """Late thumbs in plan code (thumbs y in any code that has them; with ``CALIBRATION``
+    + 2 y + j, then the judge's calibration verdict j on the same answer)."""
     router.late_feedback(t, int(thumbs_of(code)))
     if code >= CALIBRATION:
         router.judge_calibration(t, int(calibration_of(code)))

@@ -30,8 +30,8 @@ def known_truth_run(cert: Certificate, seed: int, n: int, *, phi: float = 0.2, j
     selection the rectification cannot undo). ``calibrate``: the judge also reads the rated
     answers outside its draw once their thumbs came, to calibrate itself only
     (``Certificate.calibrate``, as ``judge_calibrate`` does). ``ages=False`` hands late
-    thumbs to the certificate as if given with their step. Returns (truth, estimate, bound, the judge's
-    verdicts taken as labels where there are no thumbs)."""
+    thumbs to the certificate as if given with their step. Returns (truth, estimate,
+    bound, the judge's verdicts taken as labels where there are no thumbs)."""
     rng = np.random.default_rng(seed)
     p = rng.uniform(0.3, 0.95, n)
     y = (rng.random(n) < p).astype(float)

@@ -21,14 +21,15 @@ a judge on a budget reads a share ``b`` of all answers, drawn when the answer is
 (rated ones give its calibration pairs; :attr:`Certificate.judge_share` is ``b`` as
 measured). A rated answer outside the draw may be read too once its thumbs came, for a
 calibration pair only (:meth:`Certificate.calibrate`): that verdict never becomes a
-step's prediction, so it may depend on the thumbs. Thumbs that arrive after their step was accounted rectify it then
-(:meth:`Certificate.late_thumbs`); ``phi`` is then the share of steps whose thumbs were
-due, not of all steps: with thumbs ``d`` requests late (``d`` the mean delay so far) the
-last ``d`` steps cannot have theirs yet, and dividing by all steps inflated every
-correction. Those last steps' corrections are still to come, so the window's count adds
-the text model's mean error so far (the corrections per due step) for each of them, and
-its variance; late thumbs for a step of an earlier window correct nothing in this one.
-docs/RESULTS.md ("A judge on a share of the requests") measures each rule against its breach.
+step's prediction, so it may depend on the thumbs. Thumbs that arrive after their step
+was accounted rectify it then (:meth:`Certificate.late_thumbs`); ``phi`` is then the
+share of steps whose thumbs were due, not of all steps: with thumbs ``d`` requests late
+(``d`` the mean delay so far) the last ``d`` steps cannot have theirs yet, and dividing by
+all steps inflated every correction. Those last steps' corrections are still to come, so
+the window's count adds the text model's mean error so far (the corrections per due step)
+for each of them, and its variance; late thumbs for a step of an earlier window correct
+nothing in this one. docs/RESULTS.md ("A judge on a share of the requests") measures each
+rule against its breach.
 
 **Bound.** ``guarantee="window"`` (default): for each window of ``N`` requests (the stream
 in simulation; a setting in a service, windows then follow each other),

@@ -1286,7 +1286,8 @@ class ContextualPolicy(Policy):
             for i, r in enumerate(meta["pending"]))
         rated = np.array(arrays.get("contextual.rated", np.zeros((0, 4))), np.float64)
         if (rated.ndim != 2 or rated.shape[1] != 4 or len(rated) > RATED_WINDOW or not np.all(np.isfinite(rated))
-                or np.any((rated[:, 1] < 0) | (rated[:, 1] >= self.M)) or np.any((rated[:, 3] != 0) & (rated[:, 3] != 1))):
+                or np.any((rated[:, 1] < 0) | (rated[:, 1] >= self.M))
+                or np.any((rated[:, 3] != 0) & (rated[:, 3] != 1))):
             raise ValueError("contextual state rated steps are malformed")
         self.rated = OrderedDict((int(t), (int(m), float(p), float(y))) for t, m, p, y in rated)  # added later: none
         self.cert.load_state(meta["certificate"], arrays)

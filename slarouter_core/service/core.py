@@ -540,12 +540,18 @@ class RoutingService(Persistence):
     # (within calibrate_within_s of the reply, the answer kept till then): that verdict only
     # calibrates the judge (SLARouter.judge_calibration), so asking for it because the answer
     # was rated biases nothing.
-    def judge_calibrates(self, request_id: str) -> bool:
-        """Whether a rated answer outside the judge's draw goes to the judge to calibrate it:
-        a zoo judge with ``calibrate`` on, a router that calibrates one (``judge_use``
-        "estimate"), thumbs given, and a step the router still holds as rated."""
+    @property
+    def calibrates_judge(self) -> bool:
+        """Whether rated answers outside the judge's draw are read to calibrate it: a zoo
+        judge with ``calibrate`` on and a router that calibrates one (``judge_use``
+        "estimate")."""
         j = self.zoo.judge
-        if j is None or not j.calibrate or self.router.judge_use != "estimate":
+        return j is not None and j.calibrate and self.router.judge_use == "estimate"
+
+    def judge_calibrates(self, request_id: str) -> bool:
+        """Whether this request's answer goes to the judge to calibrate it
+        (:attr:`calibrates_judge`): outside the draw, and rated."""
+        if not self.calibrates_judge:
             return False
         with self._lock:
             rec = self.requests.get(request_id)
@@ -717,8 +723,8 @@ class RoutingService(Persistence):
                     # outside the draw, answered); calls drawn and not ended, and the thumbs
                     # waiting for their verdicts
                     "due": sum(1 for v in self.requests.values() if v[8] == "due"),
-                    "thumbs_waiting": sum(1 for v in self.requests.values() if v[8] == "due" and v[4] is not None
-                                          and self._holds_thumbs(v))},
+                    "thumbs_waiting": sum(1 for v in self.requests.values()
+                                          if v[4] is not None and self._holds_thumbs(v))},
                 "timings_ms": _timings(self.timings),
                 "refits": {**self.refits, "running": self._refit_busy},
                 "restored": self.restored, "replayed_events": self.replayed,

@@ -204,21 +204,38 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
         return {REQUEST_ID_HEADER: ticket.request_id, MODEL_HEADER: service.zoo.names[served],
                 CHOSEN_HEADER: service.zoo.names[ticket.model]}
 
+    def _launch(ticket: Ticket, answer: str, calibration: bool = False) -> None:
+        """One judge call in the background; its verdict (None where the call failed: no
+        label) reaches the service, as a calibration read where ``calibration``."""
+
+        async def run() -> None:
+            try:
+                res = await judge_client.averdict(ticket.text, answer, client=app.state.client)
+            except Exception as exc:  # noqa: BLE001 - a failed judge call only means no label
+                log.info("judge call for %s failed: %s", ticket.request_id, exc)
+                service.judge_result(ticket, None, calibration=calibration)
+                return
+            service.judge_result(ticket, res.label, res.prompt_tokens, res.completion_tokens,
+                                 calibration=calibration)
+
+        tasks: set = app.state.judge_tasks
+        t = asyncio.create_task(run())
+        tasks.add(t)
+        t.add_done_callback(tasks.discard)
+
     def _judge(ticket: Ticket, answer: str) -> None:
         """Judge an answered request in the background, ``delay_s`` after the reply, if the
         budget's draw (made now, whatever the user's thumbs will be) says so, within the
-        concurrency bound."""
+        concurrency bound; otherwise keep the answer for a calibration read."""
         if judge_client is None:
             return
         if not service.judge_assign(ticket):
-            j = service.zoo.judge
-            if j.calibrate and service.router.judge_use == "estimate" and j.calibrate_within_s > 0:
+            if service.calibrates_judge and service.zoo.judge.calibrate_within_s > 0:
                 kept: OrderedDict = app.state.answers
                 kept[ticket.request_id] = (ticket, answer, time.monotonic())
                 while len(kept) > ANSWERS_KEPT:
                     kept.popitem(last=False)
             return
-        tasks: set = app.state.judge_tasks
 
         def start() -> None:
             if app.state.closing:
@@ -226,21 +243,10 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
             if not service.judge_wanted(ticket.request_id):
                 service.judge_dropped(ticket, "rated")
                 return
-            if len(tasks) >= service.zoo.judge.max_concurrent:
+            if len(app.state.judge_tasks) >= service.zoo.judge.max_concurrent:
                 service.judge_dropped(ticket, "skipped")
                 return
-            t = asyncio.create_task(run())
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
-
-        async def run() -> None:
-            try:
-                res = await judge_client.averdict(ticket.text, answer, client=app.state.client)
-            except Exception as exc:  # noqa: BLE001 - a failed judge call only means no label
-                log.info("judge call for %s failed: %s", ticket.request_id, exc)
-                service.judge_result(ticket, None)
-                return
-            service.judge_result(ticket, res.label, res.prompt_tokens, res.completion_tokens)
+            _launch(ticket, answer)
 
         delay = service.zoo.judge.delay_s
         if delay > 0:
@@ -255,23 +261,11 @@ def create_app(service: RoutingService, transport: httpx.AsyncBaseTransport | No
         if kept is None:
             return
         ticket, answer, replied = kept
-        tasks: set = app.state.judge_tasks
         if (app.state.closing or time.monotonic() - replied > service.zoo.judge.calibrate_within_s
-                or len(tasks) >= service.zoo.judge.max_concurrent or not service.judge_calibrates(request_id)):
+                or len(app.state.judge_tasks) >= service.zoo.judge.max_concurrent
+                or not service.judge_calibrates(request_id)):
             return  # nothing was drawn or waits on it: no call, no journal entry
-
-        async def run() -> None:
-            try:
-                res = await judge_client.averdict(ticket.text, answer, client=app.state.client)
-            except Exception as exc:  # noqa: BLE001 - a failed judge call only means no calibration pair
-                log.info("calibration judge call for %s failed: %s", request_id, exc)
-                service.judge_result(ticket, None, calibration=True)
-                return
-            service.judge_result(ticket, res.label, res.prompt_tokens, res.completion_tokens, calibration=True)
-
-        t = asyncio.create_task(run())
-        tasks.add(t)
-        t.add_done_callback(tasks.discard)
+        _launch(ticket, answer, calibration=True)
 
     async def _open(client: httpx.AsyncClient, idx: int, body: dict, stream: bool) -> httpx.Response:
         m = service.zoo.models[idx]

@@ -22,7 +22,9 @@ def test_the_rules_keep_the_estimate_on_the_truth_and_breaking_them_does_not(ben
     assert bench.main(["--runs", "40"]) == 0
     out = capsys.readouterr().out
     late = f"judge drawn whatever the thumbs, thumbs {bench.DELAY} requests late"
-    for row in ("judge drawn whatever the thumbs, thumbs with their request", late):
+    calibrated = "the same, and the judge reads the other rated answers to calibrate itself, thumbs "
+    for row in ("judge drawn whatever the thumbs, thumbs with their request", late,
+                calibrated + "with their request", calibrated + f"{bench.DELAY} requests late"):
         assert all(abs(err) < 1.5 for err, _ in cells(out, row)), row
     # the judge reading every rated answer: 15 points off, one way or the other
     over, under = cells(out, "judge reads every rated answer and the budget of the rest, thumbs with their request")

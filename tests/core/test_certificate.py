@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slarouter_core.feedback import (BOTH, CALIBRATION, JUDGED, NO_FEEDBACK, calibration_of, FeedbackConfig, judge_calls, judge_of, n_thumbs,
-                                     thumbs_of)
+from slarouter_core.feedback import (BOTH, CALIBRATION, JUDGED, NO_FEEDBACK, FeedbackConfig, calibration_of,
+                                     judge_calls, judge_of, n_thumbs, thumbs_of)
 from slarouter_core.experiments.certificate_streams import known_truth_run
 from slarouter_core.judge import JudgeModel
 from slarouter_core.policies.certificate import Certificate
