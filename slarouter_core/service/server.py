@@ -511,9 +511,14 @@ class BackgroundServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop, letting requests in flight finish for ``grace_s`` seconds; then close
+        what is left (a fake backend's hanging reply would otherwise hold its port)."""
         self.server.should_exit = True
-        self.thread.join(timeout=30)
+        self.thread.join(timeout=grace_s)
+        if self.thread.is_alive():
+            self.server.force_exit = True
+            self.thread.join(timeout=30)
 
     def __enter__(self) -> "BackgroundServer":
         return self.start()

@@ -26,7 +26,7 @@ def backends():
                for n, (lat, tok, *_ ) in BACKENDS.items()}
     yield servers
     for s in servers.values():
-        s.stop()
+        s.stop(grace_s=0.5)  # a test's hanging reply (timeouts) has nobody waiting for it
 
 
 @pytest.fixture(autouse=True)

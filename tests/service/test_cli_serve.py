@@ -83,33 +83,45 @@ def test_serve_starts_with_one_command_and_checkpoints_on_sigterm(backends, tmp_
     assert Path(state).stat().st_mode & 0o777 == 0o700
 
 
-def test_serve_reports_zoo_problems_and_missing_keys(tmp_path, backends):
+def serve_error(argv: list[str], env: dict[str, str], monkeypatch, capsys) -> tuple[int, str]:
+    """``slarouter serve`` in this process (a refusal never gets as far as serving):
+    its exit status and what it wrote to stderr."""
+    from slarouter_core.cli import main
+
+    for k in ("SLR_TEST_KEY", "SLAROUTER_MASTER_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    capsys.readouterr()
+    try:
+        code = main(["serve", *argv])
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+def test_serve_reports_zoo_problems_and_missing_keys(tmp_path, backends, monkeypatch, capsys):
     zoo = tmp_path / "zoo.toml"
     zoo.write_text('[[models]]\nname = "a"\n')
+    # one real process: the refusal is its exit status
     r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "0.8"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "at least two models" not in r.stderr and "missing base_url, model" in r.stderr
     zoo.write_text(zoo_text(backends))
-    env = {k: v for k, v in os.environ.items() if k != "SLR_TEST_KEY"}
-    r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "0.8"],
-                       capture_output=True, text=True, timeout=120, env=env)
-    assert r.returncode == 2 and "SLR_TEST_KEY is not set" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "1.5"],
-                       capture_output=True, text=True, timeout=120, env={**env, "SLR_TEST_KEY": "k"})
-    assert r.returncode == 2 and "no API keys: set SLAROUTER_MASTER_KEY" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "1.5"],
-                       capture_output=True, text=True, timeout=120,
-                       env={**env, "SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": "short"})
-    assert r.returncode == 2 and "at least 16 characters" in r.stderr and "short" not in r.stderr.split(":")[-1]
-    r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "1.5"],
-                       capture_output=True, text=True, timeout=120,
-                       env={**env, "SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": MASTER})
-    assert r.returncode == 2 and "alpha must be" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "slarouter_core.cli", "serve", "--zoo", str(zoo), "--alpha", "0.8",
-                        "--mode", "contextual", "--set", "sla_window=500", "--set", "explore_k=2"],
-                       capture_output=True, text=True, timeout=120,
-                       env={**env, "SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": MASTER})
-    assert r.returncode == 2 and "explore_k" in r.stderr  # a setting the policy does not have: said, not ignored
+    args = ["--zoo", str(zoo), "--alpha", "0.8"]
+    code, err = serve_error(args, {}, monkeypatch, capsys)
+    assert code == 2 and "SLR_TEST_KEY is not set" in err
+    args = ["--zoo", str(zoo), "--alpha", "1.5"]
+    code, err = serve_error(args, {"SLR_TEST_KEY": "k"}, monkeypatch, capsys)
+    assert code == 2 and "no API keys: set SLAROUTER_MASTER_KEY" in err
+    code, err = serve_error(args, {"SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": "short"}, monkeypatch, capsys)
+    assert code == 2 and "at least 16 characters" in err and "short" not in err.split(":")[-1]
+    code, err = serve_error(args, {"SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": MASTER}, monkeypatch, capsys)
+    assert code == 2 and "alpha must be" in err
+    args = ["--zoo", str(zoo), "--alpha", "0.8", "--mode", "contextual", "--set", "sla_window=500",
+            "--set", "explore_k=2"]
+    code, err = serve_error(args, {"SLR_TEST_KEY": "k", "SLAROUTER_MASTER_KEY": MASTER}, monkeypatch, capsys)
+    assert code == 2 and "explore_k" in err  # a setting the policy does not have: said, not ignored
 
 
 def start_serve(zoo: Path, state: Path, port: int, mode: str = "guarded") -> subprocess.Popen:
