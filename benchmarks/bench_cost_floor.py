@@ -4,6 +4,7 @@
     python benchmarks/bench_cost_floor.py              # demo and Llama-3, thumbs and judge fill-in
     python benchmarks/bench_cost_floor.py --seeds 20   # the margin from more runs
     python benchmarks/bench_cost_floor.py --c-shared 1 # the offline text model regularised more
+    python benchmarks/bench_cost_floor.py --c-model 1  # its per-model offsets held as loosely as before c_model=0.1
     python benchmarks/bench_cost_floor.py --encoder minilm+layers=2,4,6   # another text encoder
 
 A router that certifies its SLA window at 95% must end the window with its estimate at
@@ -161,33 +162,66 @@ def judged_labels(y: np.ndarray, thumbs: int, rng: np.random.Generator) -> np.nd
     return np.where(np.arange(len(y)) < thumbs, y, calib[verdict])
 
 
-def learned_cost(data, X, target: float, c_shared: float, judge: bool, fits: int = 3) -> float:
+def learned_cost(data, X, target: float, c_shared: float, c_model: float, judge: bool, fits: int = 3,
+                 labels: int | None = None) -> float:
     """The text model fitted on one label per five requests (with a judge: one per request,
     the rest the judge's verdicts as the router learns them, each its calibrated value
     ``P(y = 1 | verdict)`` in hindsight), uniform over requests and models, routed at the
-    oracle price (mean over ``fits`` label draws); its offsets are penalised ten times more
-    than the shared direction, as the router's defaults are."""
+    oracle price (mean over ``fits`` label draws); ``c_shared`` and ``c_model`` as the
+    router's (its defaults unless the command line says otherwise). ``labels``: that many
+    instead (a fifth of them thumbs with a judge), as a router has seen part way through."""
     n, M = data.n_requests, data.n_models
+    full = n if judge else n // 5
+    labels = full if labels is None else min(int(labels), full)
     out = []
     for k in range(fits):
         rng = np.random.default_rng(k)
-        rows = rng.permutation(n) if judge else rng.choice(n, n // 5, replace=False)
+        rows = rng.permutation(n)[:labels] if judge else rng.choice(n, labels, replace=False)
         models = rng.integers(0, M, len(rows))
         y = data.solved[rows, models].astype(np.float64)
         if judge:  # thumbs on a fifth, the calibrated verdict on the rest
-            y = judged_labels(y, n // 5, rng)
-        theta = fit_multitask_logistic(X[rows], models, y, M, c_shared, c_shared / 10)
+            y = judged_labels(y, labels // 5, rng)
+        theta = fit_multitask_logistic(X[rows], models, y, M, c_shared, c_model)
         out.append(routed_cost(multitask_predictions(theta, X, M), data.solved, data.costs, target))
     return float(np.mean(out))
 
 
-def main(argv=None) -> int:
+#: label counts at which ``--curve`` prices the text model (and the stream's own count)
+CURVE_LABELS = (100, 250, 500, 1000, 2000, 4000, 8000)
+
+
+def learning_curve(data, X, target: float, c_shared: float, c_model: float,
+                   judge: bool) -> tuple[list[tuple[int, float]], float]:
+    """The text floor (:func:`learned_cost`) on ``CURVE_LABELS`` labels and on all a stream
+    gives, and its mean over the stream's requests when request ``t`` is routed on the
+    labels a router has by then (``t`` with a judge, ``t / 5`` on thumbs at rate 0.2;
+    linear in the log of the count between points, and the first point's cost before it,
+    which flatters the first requests)."""
+    n = data.n_requests
+    full = n if judge else n // 5
+    sizes = [k for k in CURVE_LABELS if k < full] + [full]
+    points = [(k, learned_cost(data, X, target, c_shared, c_model, judge, labels=k)) for k in sizes]
+    seen = np.maximum(np.arange(1, n + 1) * (full / n), 1.0)
+    mean = float(np.interp(np.log(seen), np.log([k for k, _ in points]), [c for _, c in points]).mean())
+    return points, mean
+
+
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=10, help="router runs per stream for its margin and cost")
     ap.add_argument("--c-shared", type=float, default=ContextualConfig().c_shared,
                     help="the offline text model's inverse L2 strength (default: the router's own)")
+    ap.add_argument("--c-model", type=float, default=ContextualConfig().c_model,
+                    help="its per-model offsets' inverse L2 strength (default: the router's own)")
     ap.add_argument("--encoder", default=DEFAULT_ENCODER,
                     help="the text encoder, of the router's runs and the offline text model alike")
+    ap.add_argument("--curve", action="store_true",
+                    help="also the text floor by the labels seen, and over the stream as a router learns")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
     try:  # a missing encoder is refused before any stream runs
         get_encoder(args.encoder)
@@ -205,12 +239,12 @@ def main(argv=None) -> int:
     else:
         print(f"shared data not found at {SHARED}: the Llama-3 rows are skipped")
     print(f"router runs per stream: {args.seeds} (seeds 0-{args.seeds - 1}), feedback rate 0.2, contextual defaults; "
-          f"offline text model c_shared={args.c_shared:g}"
+          f"offline text model c_shared={args.c_shared:g}, c_model={args.c_model:g}"
           + ("" if args.encoder == DEFAULT_ENCODER else f"; encoder {args.encoder}") + "\n")
     print("| stream | feedback | alpha | margin (points) | text-blind | learned text, oracle price | known context "
           "| router | goal |")
     print("|---|---|---|---|---|---|---|---|---|")
-    split_rows, model_lines = [], []
+    split_rows, model_lines, curve_rows = [], [], []
     for name, data, context in streams:
         X = embed_texts(data.texts, args.encoder)
         alpha = midpoint_alpha(data)
@@ -221,7 +255,9 @@ def main(argv=None) -> int:
         for judge, goal in zip((False, True), GOALS[name]):
             with single_threaded_blas():
                 margin, router, splits = router_runs(data, X, alpha, range(args.seeds), judge)
-                learned = learned_cost(data, X, alpha + margin, args.c_shared, judge)
+                learned = learned_cost(data, X, alpha + margin, args.c_shared, args.c_model, judge)
+                if args.curve:
+                    curve = learning_curve(data, X, alpha + margin, args.c_shared, args.c_model, judge)
             target = alpha + margin
             call = float(data.costs.mean(0).min()) if judge else 0.0  # one judge call per request
             blind = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), target)[1]
@@ -231,6 +267,8 @@ def main(argv=None) -> int:
             print(f"| {name} | {feedback} | {100 * alpha:.1f}% | {100 * margin:.2f} | "
                   + " | ".join(f"{(c + call) / mix:.2f}x" for c in cells) + f" | {goal:.2f}x |", flush=True)
             split_rows.append((name, feedback, splits, call, mix))
+            if args.curve:
+                curve_rows.append((name, feedback, curve, learned, call, mix))
     print("\nThe router's own cost, split (per run at the satisfaction it delivered; mean over runs; a "
           "hindsight price that cannot reach a run's satisfaction leaves that run out of its column, "
           "counted in brackets):\n")
@@ -250,6 +288,14 @@ def main(argv=None) -> int:
     print("\nSteps per model are in the zoo's order; each model's accuracy on the stream and its mean cost per "
           "request (a multiple of the static mixture's at alpha):")
     print("\n".join(model_lines))
+    if curve_rows:
+        print("\nThe text floor by the labels seen (learned text, oracle price, on that many labels drawn as "
+              "above), and over the stream when each request is routed on the labels a router has by then:\n")
+        print("| stream | feedback | by labels seen | over the stream | all labels |")
+        print("|---|---|---|---|---|")
+        for name, feedback, (points, mean), learned, call, mix in curve_rows:
+            print(f"| {name} | {feedback} | " + ", ".join(f"{k:,}: {(c + call) / mix:.2f}x" for k, c in points)
+                  + f" | {(mean + call) / mix:.2f}x | {(learned + call) / mix:.2f}x |")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -51,3 +51,47 @@ def test_an_encoder_that_is_not_there_is_refused_before_any_run(floor, capsys):
     with pytest.raises(SystemExit) as stop:
         floor.main(["--encoder", "hf:/nonexistent/model"])
     assert stop.value.code == 2 and "not available" in capsys.readouterr().err
+
+
+def test_the_offline_text_model_is_penalised_as_the_router_is(floor, monkeypatch):
+    """The text floor's fit reads the router's own ``c_shared`` and ``c_model`` (its offsets
+    were once held ten times looser than the shared direction, whatever the router's)."""
+    from slarouter_core.data import from_frame
+    from slarouter_core.policies.contextual import ContextualConfig
+    from slarouter_core.synthetic import generate_demo_frame
+
+    data = from_frame(generate_demo_frame(300, seed=1))
+    X = np.random.default_rng(0).normal(size=(data.n_requests, 8))
+    seen = []
+    real = floor.fit_multitask_logistic
+    monkeypatch.setattr(floor, "fit_multitask_logistic",
+                        lambda X, m, y, M, cs, cm: seen.append((cs, cm)) or real(X, m, y, M, cs, cm))
+    cost = floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=False, fits=2)
+    assert seen == [(3.0, 0.25)] * 2 and math.isfinite(cost) and cost > 0
+    rows = []
+    monkeypatch.setattr(floor, "fit_multitask_logistic",
+                        lambda X, m, y, M, cs, cm: rows.append(len(y)) or real(X, m, y, M, cs, cm))
+    floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=False, fits=1)  # a fifth of the requests
+    floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=True, fits=1)  # every request
+    floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=True, fits=1, labels=50)
+    floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=False, fits=1, labels=500)  # no more than a fifth
+    assert rows == [60, 300, 50, 60]
+    defaults, args = ContextualConfig(), floor.build_parser().parse_args([])
+    assert (args.c_shared, args.c_model) == (defaults.c_shared, defaults.c_model)
+    assert floor.build_parser().parse_args(["--c-model", "1"]).c_model == 1.0
+
+
+def test_the_learning_curve_ends_on_the_floor_and_averages_the_stream_between_its_points(floor):
+    from slarouter_core.data import from_frame
+    from slarouter_core.synthetic import generate_demo_frame
+
+    data = from_frame(generate_demo_frame(1200, seed=2))
+    X = np.random.default_rng(1).normal(size=(data.n_requests, 8))
+    for judge, full in ((False, 240), (True, 1200)):
+        points, mean = floor.learning_curve(data, X, 0.6, 10.0, 0.1, judge)
+        sizes = [k for k, _ in points]
+        assert sizes == [k for k in floor.CURVE_LABELS if k < full] + [full]
+        # the last point is the floor on every label the stream gives, the same draws
+        assert points[-1][1] == floor.learned_cost(data, X, 0.6, 10.0, 0.1, judge)
+        costs = [c for _, c in points]
+        assert min(costs) <= mean <= max(costs)
