@@ -5,6 +5,7 @@
     python benchmarks/bench_cost_floor.py --seeds 20   # the margin from more runs
     python benchmarks/bench_cost_floor.py --c-shared 1 # the offline text model regularised more
     python benchmarks/bench_cost_floor.py --c-model 1  # its per-model offsets held as loosely as before c_model=0.1
+    python benchmarks/bench_cost_floor.py --curve      # also the floor by labels seen, and as a router learns
     python benchmarks/bench_cost_floor.py --encoder minilm+layers=2,4,6   # another text encoder
 
 A router that certifies its SLA window at 95% must end the window with its estimate at
@@ -29,6 +30,10 @@ static mixture at alpha:
 * known context: each request's accuracy per model known for its context (the demo's
   lead phrase and topic, Llama-3's benchmark), the per-request LP at alpha + margin;
 * the router: the contextual router's own mean cost over the same runs.
+
+``--curve`` prices the learned-text floor on fewer labels too, and over the stream as a
+live router learns: request ``t`` routed on the labels a router has by then (all of them
+with a judge, a fifth on thumbs), each count at its own oracle price.
 
 With judge fill-in each row adds one judge call per request at the zoo's cheapest
 model's mean cost (as ``bench_honest_sla.py`` charges it). The goals are issue 19's.
