@@ -20,8 +20,10 @@ app: $(STAMP)
 	$(VENV)/bin/slarouter embed --data data/demo.parquet
 	$(VENV)/bin/streamlit run app.py
 
+# Two pytest workers (pytest-xdist): the browser, service and subprocess tests wait on I/O
+# much of their time, so two workers on 2 cores take about two thirds of one's time.
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n 2
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_core.py
