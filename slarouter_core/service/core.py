@@ -685,6 +685,18 @@ class RoutingService(Persistence):
             self._preflight = (key, {**check.to_dict(), "report": check.report()})
         return {**self._preflight[1], "feedback_rate_source": source}
 
+    def _ledger_counts(self) -> tuple[int, int, int]:
+        """Answered requests without thumbs, judge calls due, and thumbs held for a due
+        verdict: one pass over the request ledger (up to 100,000 records, under the lock)."""
+        pending = due = waiting = 0
+        for v in self.requests.values():
+            if v[4] is None:
+                pending += v[3] == "answered"
+            elif self._holds_thumbs(v):
+                waiting += 1
+            due += v[8] == "due"
+        return pending, due, waiting
+
     def state(self, history: int = 0) -> dict:
         """Everything ``GET /v1/state`` shows (no API keys)."""
         now = time.monotonic()
@@ -695,6 +707,7 @@ class RoutingService(Persistence):
             down = sum(s.thumbs_down for s in self.stats)
             rows = list(self.trace)[-history:] if history > 0 else []
             model_cost = float(sum(s.cost for s in self.stats))
+            pending, due, waiting = self._ledger_counts()
             out = {
                 "t": r.t, "alpha": r.config.alpha, "mode": r.config.mode,
                 "q": float(r.q), "decision_queue": float(r.decision_queue()),
@@ -712,7 +725,7 @@ class RoutingService(Persistence):
                 "requests_failed": self.failed_requests,
                 "usage_rejected": self.usage_rejected,
                 "feedback": {"satisfied": up, "unsatisfied": down,
-                             "pending": sum(1 for v in self.requests.values() if v[4] is None and v[3] == "answered")},
+                             "pending": pending},
                 "satisfaction": {"estimate": _num(est), "lower_bound": _num(lcb), "bound": kind,
                                  "confidence": conf, "covers": covers,
                                  "sla_met": None if not math.isfinite(lcb) else bool(lcb >= r.config.alpha)},
@@ -722,9 +735,7 @@ class RoutingService(Persistence):
                     # calls = verdicts (the draw's) + failures + calibration_calls (rated answers
                     # outside the draw, answered); calls drawn and not ended, and the thumbs
                     # waiting for their verdicts
-                    "due": sum(1 for v in self.requests.values() if v[8] == "due"),
-                    "thumbs_waiting": sum(1 for v in self.requests.values()
-                                          if v[4] is not None and self._holds_thumbs(v))},
+                    "due": due, "thumbs_waiting": waiting},
                 "timings_ms": _timings(self.timings),
                 "refits": {**self.refits, "running": self._refit_busy},
                 "restored": self.restored, "replayed_events": self.replayed,
