@@ -33,7 +33,8 @@ static mixture at alpha:
 
 ``--curve`` prices the learned-text floor on fewer labels too, and over the stream as a
 live router learns: request ``t`` routed on the labels a router has by then (all of them
-with a judge, a fifth on thumbs), each count at its own oracle price.
+with a judge, a fifth on thumbs), each count at its own oracle price; and on every label
+placed on the models as the router's runs served them instead of uniformly.
 
 With judge fill-in each row adds one judge call per request at the zoo's cheapest
 model's mean cost (as ``bench_honest_sla.py`` charges it). The goals are issue 19's.
@@ -168,13 +169,15 @@ def judged_labels(y: np.ndarray, thumbs: int, rng: np.random.Generator) -> np.nd
 
 
 def learned_cost(data, X, target: float, c_shared: float, c_model: float, judge: bool, fits: int = 3,
-                 labels: int | None = None) -> float:
+                 labels: int | None = None, shares: np.ndarray | None = None) -> float:
     """The text model fitted on one label per five requests (with a judge: one per request,
     the rest the judge's verdicts as the router learns them, each its calibrated value
     ``P(y = 1 | verdict)`` in hindsight), uniform over requests and models, routed at the
     oracle price (mean over ``fits`` label draws); ``c_shared`` and ``c_model`` as the
     router's (its defaults unless the command line says otherwise). ``labels``: that many
-    instead (a fifth of them thumbs with a judge), as a router has seen part way through."""
+    instead (a fifth of them thumbs with a judge), as a router has seen part way through;
+    ``shares``: each model labelled with that probability instead of uniformly (where a
+    router's labels fall: on the models it serves)."""
     n, M = data.n_requests, data.n_models
     full = n if judge else n // 5
     labels = full if labels is None else min(int(labels), full)
@@ -182,7 +185,7 @@ def learned_cost(data, X, target: float, c_shared: float, c_model: float, judge:
     for k in range(fits):
         rng = np.random.default_rng(k)
         rows = rng.permutation(n)[:labels] if judge else rng.choice(n, labels, replace=False)
-        models = rng.integers(0, M, len(rows))
+        models = rng.integers(0, M, len(rows)) if shares is None else rng.choice(M, len(rows), p=shares)
         y = data.solved[rows, models].astype(np.float64)
         if judge:  # thumbs on a fifth, the calibrated verdict on the rest
             y = judged_labels(y, labels // 5, rng)
@@ -260,9 +263,14 @@ def main(argv=None) -> int:
         for judge, goal in zip((False, True), GOALS[name]):
             with single_threaded_blas():
                 margin, router, splits = router_runs(data, X, alpha, range(args.seeds), judge)
-                learned = learned_cost(data, X, alpha + margin, args.c_shared, args.c_model, judge)
-                if args.curve:
+                if args.curve:  # its last point is the floor on every label (the same draws)
                     curve = learning_curve(data, X, alpha + margin, args.c_shared, args.c_model, judge)
+                    learned = curve[0][-1][1]
+                    shares = splits[:, 8:].mean(axis=0)
+                    placed = learned_cost(data, X, alpha + margin, args.c_shared, args.c_model, judge,
+                                          shares=shares / shares.sum())
+                else:
+                    learned = learned_cost(data, X, alpha + margin, args.c_shared, args.c_model, judge)
             target = alpha + margin
             call = float(data.costs.mean(0).min()) if judge else 0.0  # one judge call per request
             blind = static_mixture_lp(data.solved.mean(0), data.costs.mean(0), target)[1]
@@ -273,7 +281,7 @@ def main(argv=None) -> int:
                   + " | ".join(f"{(c + call) / mix:.2f}x" for c in cells) + f" | {goal:.2f}x |", flush=True)
             split_rows.append((name, feedback, splits, call, mix))
             if args.curve:
-                curve_rows.append((name, feedback, curve, learned, call, mix))
+                curve_rows.append((name, feedback, curve, placed, call, mix))
     print("\nThe router's own cost, split (per run at the satisfaction it delivered; mean over runs; a "
           "hindsight price that cannot reach a run's satisfaction leaves that run out of its column, "
           "counted in brackets):\n")
@@ -295,12 +303,13 @@ def main(argv=None) -> int:
     print("\n".join(model_lines))
     if curve_rows:
         print("\nThe text floor by the labels seen (learned text, oracle price, on that many labels drawn as "
-              "above), and over the stream when each request is routed on the labels a router has by then:\n")
-        print("| stream | feedback | by labels seen | over the stream | all labels |")
+              "above), over the stream when each request is routed on the labels a router has by then, and on "
+              "every label placed on the models as the router serves them (its steps per model):\n")
+        print("| stream | feedback | by labels seen | over the stream | all labels, at the router's model shares |")
         print("|---|---|---|---|---|")
-        for name, feedback, (points, mean), learned, call, mix in curve_rows:
+        for name, feedback, (points, mean), placed, call, mix in curve_rows:
             print(f"| {name} | {feedback} | " + ", ".join(f"{k:,}: {(c + call) / mix:.2f}x" for k, c in points)
-                  + f" | {(mean + call) / mix:.2f}x | {(learned + call) / mix:.2f}x |")
+                  + f" | {(mean + call) / mix:.2f}x | {(placed + call) / mix:.2f}x |")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -76,6 +76,13 @@ def test_the_offline_text_model_is_penalised_as_the_router_is(floor, monkeypatch
     floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=True, fits=1, labels=50)
     floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=False, fits=1, labels=500)  # no more than a fifth
     assert rows == [60, 300, 50, 60]
+    labelled = []
+    monkeypatch.setattr(floor, "fit_multitask_logistic", lambda X, m, y, M, cs, cm: labelled.append(
+        np.bincount(m, minlength=M)) or real(X, m, y, M, cs, cm))
+    floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=True, fits=1,
+                       shares=np.eye(data.n_models)[-1])  # every label on the last model, as a router serving it
+    floor.learned_cost(data, X, 0.6, 3.0, 0.25, judge=True, fits=1)
+    assert labelled[0][-1] == 300 and labelled[0][:-1].sum() == 0 and (labelled[1] > 0).all()
     defaults, args = ContextualConfig(), floor.build_parser().parse_args([])
     assert (args.c_shared, args.c_model) == (defaults.c_shared, defaults.c_model)
     assert floor.build_parser().parse_args(["--c-model", "1"]).c_model == 1.0
