@@ -391,10 +391,12 @@ def test_timeline_prints_the_stream_by_tenths_averaged_over_runs(bench, capsys, 
 
 
 def _row(scenario, mode="contextual", met=20, n=20, cost=1.0, best_cost=2.0, missed=0, warned=0, cleared=10,
-         silent=0):
-    """A finished row as ``run`` makes it, with the fields the scorecard reads."""
+         silent=0, sat=0.7):
+    """A finished row as ``run`` makes it, with the fields the scorecard reads (two models,
+    50% and 90% accurate)."""
     return dict(scenario=scenario, mode=mode, met=met, n=n, cost=cost, unit=np.array([0.5, best_cost]),
-                best_index=1, missed=missed, warned=warned, cleared=cleared, silent=silent)
+                best_index=1, missed=missed, warned=warned, cleared=cleared, silent=silent,
+                accuracy=np.array([0.5, 0.9]), sat=sat)
 
 
 def test_the_scorecard_holds_each_goal_to_its_stream_and_says_which_part_fails(bench):
@@ -406,7 +408,7 @@ def test_the_scorecard_holds_each_goal_to_its_stream_and_says_which_part_fails(b
             _row("unseen 11-model zoo 0 (priciest not best; alpha between its best two)", met=5, missed=15,
                  warned=10, cleared=0)]
     card = {(goal, stream.split(" (the")[0]): (measured, against_best, status)
-            for goal, stream, measured, against_best, status in bench.scorecard(rows)}
+            for goal, stream, measured, against_best, _, status in bench.scorecard(rows)}
     assert card[("meets alpha at <= 1.10x", "demo (mixed)")] == ("20/20 at 1.05x", "0.53x", "met")
     assert card[("meets alpha at <= 1.00x", "demo (mixed) + judge")][2] == "not met: cost"
     assert card[("meets alpha at <= 1.30x", "llama-3, 8 mixed")][2] == "not met: alpha"
@@ -427,7 +429,21 @@ def test_the_scorecard_reads_only_the_contextual_rows(bench, capsys):
     assert capsys.readouterr().out == ""
     bench.print_scorecard([_row("11-model zoo 2", cost=1.6)])
     out = capsys.readouterr().out
-    assert "| meets alpha at <= 1.50x | 11-model zoo 2 | 20/20 at 1.60x | 0.80x | not met: cost |" in out
+    # at 70% satisfaction the mixture serves each model half the time: (0.5 + 2) / 2 = 1.25 a request
+    assert "| meets alpha at <= 1.50x | 11-model zoo 2 | 20/20 at 1.60x | 0.80x | 1.28x | not met: cost |" in out
+
+
+def test_the_scorecard_prices_the_routers_own_satisfaction_text_blind(bench):
+    """The mixture at the router's satisfaction: dearer the more it delivers, the best
+    model alone above its accuracy."""
+    def against_mixture(sat):
+        return [c[4] for c in bench.scorecard([_row("demo (mixed)", cost=1.5, sat=sat)])][0]
+
+    assert against_mixture(0.5) == "3.00x"  # the cheap model alone at 0.5 a request
+    assert against_mixture(0.8) == "0.92x"  # 1/4 and 3/4: 1.625 a request
+    assert against_mixture(0.95) == "0.75x"  # beyond the best model: the best alone, 2 a request
+    card = bench.scorecard([_row("unseen 4-model zoo 0", missed=2, warned=1)])
+    assert [c[4] for c in card] == ["0.80x", "–", "–"]  # 1 a request against 1.25
 
 
 def test_the_judges_break_even_pairs_each_seed_and_says_when_the_price_is_within_its_noise(bench, capsys):
