@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 
+from .schedule import label_share
+
 #: calibration pairs kept (the newest); a refit when their count grew by a quarter
 MAX_PAIRS = 20_000
 #: anytime mode's mixture scale, in variance units of the satisfied count (the boundary is
@@ -133,8 +135,7 @@ class Certificate:
         return self._phi(self.delay_sum / self.thumbs if self.thumbs else 0.0)
 
     def _phi(self, lag: float) -> float:
-        due = max(self.steps - lag, self.thumbs)
-        return min(1.0, (self.thumbs + 1.0) / (due + 1.0))
+        return label_share(float(self.steps), float(self.thumbs), float(lag))
 
     def value(self, p: float, judge: float | None) -> float:
         """The prediction ``g`` for a step: the text model's, or the calibrated judge's."""

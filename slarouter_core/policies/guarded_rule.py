@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from .paper import argmin_score
-from .schedule import p_explore_at, v_at
+from .schedule import label_share, p_explore_at, v_at
 
 #: Thompson policy: Marsaglia-Tsang proposals per gamma variate (pre-drawn per step)
 TS_TRIES = 4
@@ -237,11 +237,8 @@ def guarded_absorb(m, f, shat_m, dev_m, explored, s, par, lpos, lcnt):
 
 @_jit
 def feedback_share(t, lag, s):
-    """The running share of steps with a label, among the steps whose labels were due: all
-    but ``lag`` (the labels' mean delay). Dividing late labels by the share of *all* steps
-    inflated every doubly-robust correction, as in the contextual policy's certificate."""
-    due = max(t - lag, s.n_feedback)
-    return min(1.0, (s.n_feedback + 1.0) / (due + 1.0))
+    """The running share of steps with a label among those due (:func:`.schedule.label_share`)."""
+    return label_share(t, s.n_feedback, lag)
 
 
 @_jit

@@ -1,4 +1,5 @@
-"""Schedules every online rule shares: the exploration probability and the data-driven V.
+"""Schedules every online rule shares: the exploration probability, the data-driven V and
+the running share of steps with a label.
 
 One place, used by the router's policies and by the MESS+ baseline, so that the paper's
 schedule cannot drift between them.
@@ -45,3 +46,13 @@ def p_explore_at(c: float, t: int) -> float:
     """One step's :func:`exploration_probability` (power 1/4), for compiled rules."""
     return min(1.0, c / (float(t) ** 0.25))
 
+
+
+@njit(cache=True, nogil=True)
+def label_share(steps: float, labels: float, lag: float) -> float:
+    """The running share of steps with a label (Laplace-smoothed, so predictable), among the
+    steps whose labels were due: all but the last ``lag`` (the labels' mean delay). Dividing
+    late labels by the share of *all* steps inflated every doubly-robust correction. One
+    place for the guarded rule and the contextual policy's certificate."""
+    due = max(steps - lag, labels)
+    return min(1.0, (labels + 1.0) / (due + 1.0))
