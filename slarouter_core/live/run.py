@@ -114,6 +114,7 @@ class LiveRun:
         self._best_cum = np.cumsum(costs[:, self.best_model])
         self._single_cum = np.cumsum(costs, axis=0)
         mean_cost = data.costs.mean(axis=0)
+        self._acc, self._mean_cost = acc, mean_cost
         grid = np.linspace(acc.min(), acc.max(), 21)
         self._frontier = np.array([[static_mixture_lp(acc, mean_cost, float(a))[1], a] for a in grid])
         self._oracle_cum: np.ndarray | None = None
@@ -227,7 +228,8 @@ class LiveRun:
     def router_headline(self, mode: str) -> dict[str, Any]:
         """One router's satisfaction against alpha, its SLA (met, missed, at risk), its
         operating cost (judge calls included) as a multiple of each reference (the static
-        mixture, the most accurate model), V, Q, its own lower bound, and what it learned
+        mixture, the most accurate model, and ``vs_mixture_same``, the static mixture that
+        delivers the router's own satisfaction), V, Q, its own lower bound, and what it learned
         from: explored requests, thumbs, judge calls and the labels its predictor saw."""
         sim = self.sims[mode]
         k = sim.t
@@ -244,7 +246,7 @@ class LiveRun:
                     "satisfaction": float("nan"), "sla": "not started", "v": self.expected_v(mode), "q": 0.0,
                     "explored": 0, "explored_share": float("nan"), "labels": 0, "thumbs": 0, "judge_calls": 0,
                     "judge_spend": 0.0, "feedback": 0, "vs_mixture": float("nan"), "vs_best": float("nan"),
-                    "lcb": float("nan")}
+                    "vs_mixture_same": float("nan"), "lcb": float("nan")}
         s = sim.summary()
         a = self._served(mode, k)
         fb = np.asarray(a["feedback"])
@@ -252,6 +254,7 @@ class LiveRun:
         cost = float(s.operating_cost) + judge_spend
         best = float(self._best_cum[k - 1])
         mix = float(self._mix_cum[k - 1])
+        same = self.mixture_cost_at(s.satisfaction, k)
         return {**out, "served": k, "cost": cost / scale, "cost_raw": cost, "cost_unit": unit,
                 "satisfaction": s.satisfaction, "sla": "met" if s.sla_met else "missed", "v": s.final_v,
                 "q": s.final_q, "explored": s.explored, "explored_share": s.explored / k,
@@ -260,7 +263,15 @@ class LiveRun:
                 "judge_spend": judge_spend, "feedback": s.feedback,
                 "vs_mixture": cost / mix if mix > 0 else float("nan"),
                 "vs_best": cost / best if best > 0 else float("nan"),
+                "vs_mixture_same": cost / same if same > 0 else float("nan"),
                 "lcb": sim.router.certified_lower_bound()}
+
+    def mixture_cost_at(self, satisfaction: float, k: int) -> float:
+        """The cost of the first ``k`` requests under the static mixture (accuracies known in
+        hindsight) that delivers ``satisfaction``: a router that must meet alpha in most
+        runs delivers more than alpha, and this prices what it delivered without the text."""
+        fractions = static_mixture_lp(self._acc, self._mean_cost, float(satisfaction))[0]
+        return float(self._single_cum[k - 1] @ fractions)
 
     @_locked
     def headline(self) -> dict[str, Any]:

@@ -45,6 +45,10 @@ def test_the_story_says_who_holds_the_sla_at_what_multiples_and_why_paper_misses
         verb = "holds" if r["sla"] == "met" else "misses"
         assert f"**{r['mode']}** {verb} the SLA" in text
         assert f"**{r['vs_mixture']:.2f}x** the static mixture" in text and f"**{r['vs_best']:.2f}x**" in text
+        # and against the text-blind mix of its own satisfaction, priced over the same requests
+        same = live.mixture_cost_at(r["satisfaction"], live.t)
+        assert r["vs_mixture_same"] == pytest.approx(r["cost_raw"] / same)
+        assert f"**{r['vs_mixture_same']:.2f}x** the static mixture that would deliver its" in text
     paper = next(r for r in h["routers"] if r["mode"] == "paper")
     a = live.sims["paper"].arrays()
     labels = int(np.count_nonzero(a["explored"] & (a["feedback"] != NO_FEEDBACK)))

@@ -107,3 +107,20 @@ def test_the_satisfaction_band_says_each_routers_own_confidence(small):
     headline = LiveRun(data, emb, RunSettings(per_tick=TICK), routers=("contextual", "paper")).headline()
     scopes = {r["mode"]: r["bound_scope"] for r in headline["routers"]}
     assert scopes == {"contextual": (0.95, "this SLA window"), "paper": None}
+
+
+def test_the_headline_prices_each_routers_own_satisfaction_text_blind(small):
+    """The static mixture at a satisfaction, over the requests served so far: at alpha the
+    reference mixture's own cost, dearer the more it must deliver, and the best model alone
+    above the best accuracy; each router's ``vs_mixture_same`` divides its cost by it."""
+    data, emb = small
+    live = LiveRun(data, emb, RunSettings(per_tick=TICK), routers=("contextual", "paper"))
+    live.step()
+    k = live.t
+    assert live.mixture_cost_at(live.alpha, k) == pytest.approx(live._mix_cum[k - 1])
+    acc = data.solved.mean(axis=0)
+    lo, hi = live.mixture_cost_at(acc.min(), k), live.mixture_cost_at(acc.max() - 1e-3, k)
+    assert lo < live.mixture_cost_at(live.alpha, k) < hi
+    assert live.mixture_cost_at(1.0, k) == pytest.approx(live._best_cum[k - 1])
+    for r in live.headline()["routers"]:
+        assert r["vs_mixture_same"] == pytest.approx(r["cost_raw"] / live.mixture_cost_at(r["satisfaction"], k))
