@@ -492,10 +492,11 @@ def scorecard(rows: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
     settings reach), each goal whose stream ran. A cost goal holds where the stream meets
     alpha (``seeds_needed`` of its seeds) at no more than the goal's cost; the warning goals
     pool the unseen zoos' runs. The goals price the router against the static mixture at
-    alpha, which meets alpha in about half of its runs; a router that must meet it in 18 of
-    20 delivers more, so the fifth column prices the same satisfaction text-blind
-    (:func:`mixture_at`): what is left above 1 is what the router pays beyond the mixture's
-    line, the rest of its cost over the goal is the satisfaction it must deliver."""
+    alpha, which meets alpha in only some of its runs; a router that must meet it in 18 of
+    20 delivers more, so the fifth column prices the same satisfaction text-blind (the
+    mixture's linear program at the router's mean satisfaction, the best model alone above
+    its accuracy): what is left above 1 is what the router pays beyond the mixture's line,
+    the rest of its cost over the goal is the satisfaction it must deliver."""
     ctx = {r["scenario"]: r for r in rows if r["mode"] == "contextual"}
     out = []
 
@@ -505,7 +506,7 @@ def scorecard(rows: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
         status = "not met: " + " and ".join(fails) if fails else "met"
         best = r["unit"][r["best_index"]]
         return (goal, r["scenario"] + note, f"{r['met']}/{r['n']} at {r['cost']:.2f}x", f"{r['cost'] / best:.2f}x",
-                f"{r['cost'] / mixture_at(r['accuracy'], r['unit'], r['sat']):.2f}x", status)
+                f"{r['cost'] / static_mixture_lp(r['accuracy'], r['unit'], r['sat'])[1]:.2f}x", status)
 
     for name, limit in COST_GOALS.items():
         if name in ctx:
@@ -566,13 +567,6 @@ def t_half_width(x: np.ndarray, level: float = 0.95) -> float:
     if len(x) < 2:
         return math.inf
     return float(student_t.ppf(0.5 + level / 2, len(x) - 1)) * float(np.std(x, ddof=1)) / math.sqrt(len(x))
-
-
-def mixture_at(accuracy: np.ndarray, unit: np.ndarray, satisfaction: float) -> float:
-    """The static mixture's cost per request at ``satisfaction`` (the accuracies known in
-    hindsight; the best model alone above its accuracy), in the unit of ``unit``."""
-    return float(static_mixture_lp(np.asarray(accuracy, np.float64), np.asarray(unit, np.float64),
-                                   float(satisfaction))[1])
 
 
 def mixture_price_of_a_point(data: RoutingData, alpha: float) -> float:

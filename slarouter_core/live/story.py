@@ -51,7 +51,7 @@ def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[st
         sat = r["satisfaction"]
         cost = (f"at **{r['vs_mixture']:.2f}x** the static mixture's cost and **{r['vs_best']:.2f}x** the cost of "
                 f"always calling the most accurate model ({best_name})")
-        if np.isfinite(r.get("vs_mixture_same", np.nan)):
+        if np.isfinite(r["vs_mixture_same"]):
             cost += (f" (**{r['vs_mixture_same']:.2f}x** the static mixture that would deliver its "
                      f"{_pct(sat)})")
         if r["sla"] == "met":

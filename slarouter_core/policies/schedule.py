@@ -47,7 +47,6 @@ def p_explore_at(c: float, t: int) -> float:
     return min(1.0, c / (float(t) ** 0.25))
 
 
-
 @njit(cache=True, nogil=True)
 def label_share(steps: float, labels: float, lag: float) -> float:
     """The running share of steps with a label (Laplace-smoothed, so predictable), among the
