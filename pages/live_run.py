@@ -15,7 +15,7 @@ from slarouter_core.live import (LiveRun, RunSettings, describe_reset, feedback_
                                  stated_weight, takes_setting, takes_stated_levels,
                                  takes_warning_settings)
 from slarouter_core.experiments.runs import judge_call_cost
-from slarouter_core.live.story import headline_story
+from slarouter_core.live.story import headline_story, same_satisfaction_note
 from slarouter_core.live.settings import JUDGE_CHOICES
 from slarouter_core.live.watchdog import WATCH_EVERY_S, Progress
 from slarouter_core.live.watchdog import check as check_stall
@@ -314,7 +314,8 @@ if emb is not None:
                            delta_color="inverse" if met else "off", label_visibility="collapsed",
                            help=f"Operating cost so far: {human_cost(r['cost_raw'], unit)}"
                                 + (f", of which judge calls {human_cost(r['judge_spend'], unit)}"
-                                   if r["judge_calls"] else "") + f", against the {ref}'s on the same requests.")
+                                   if r["judge_calls"] else "") + f", against the {ref}'s on the same requests."
+                                + (same_satisfaction_note(r) if key == "vs_mixture" else ""))
             row[5].metric(f"Q ({r['mode']})", f"{r['q']:.3g}", label_visibility="collapsed",
                           help=f"The router's {r['q_label']}.")
         if h["served"] == 0:

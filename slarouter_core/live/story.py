@@ -28,6 +28,18 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def same_satisfaction_note(r: dict[str, Any]) -> str:
+    """The static-mixture tile's second yardstick (a sentence, or ""): a router that must
+    hold alpha delivers more than alpha, and the mixture that delivers as much costs more
+    than the one priced at alpha, so the two multiples together say how much of the cost
+    is the satisfaction and how much the routing."""
+    same = r.get("vs_mixture_same", float("nan"))
+    if not np.isfinite(same):
+        return ""
+    return (f" Against the static mixture that would deliver this router's own {_pct(r['satisfaction'])} "
+            f"(not alpha): {same:.2f}x.")
+
+
 def headline_story(h: dict[str, Any], c: float, feedback_rate: float) -> list[str]:
     """The run in plain sentences (Markdown), from :meth:`LiveRun.headline`: which router
     holds the SLA and at what multiple of each reference, and why the paper's rule misses

@@ -76,6 +76,16 @@ def test_multiples_are_green_only_below_the_reference_with_the_sla_met(ran):
     assert len(seen) >= 2  # the default run shows both kinds
 
 
+def test_the_mixture_tile_also_prices_the_router_against_the_mixture_of_its_own_satisfaction(ran):
+    h = ran.session_state.live.headline()
+    helps = {m.label: m.help for m in ran.metric}
+    for r in h["routers"]:
+        shown = helps[f"Cost ÷ static mixture ({r['mode']})"]
+        assert (f"the static mixture that would deliver this router's own {100 * r['satisfaction']:.1f}% "
+                f"(not alpha): {r['vs_mixture_same']:.2f}x.") in shown
+        assert "would deliver" not in helps[f"Cost ÷ {r['best_model']} ({r['mode']})"]  # one yardstick per tile
+
+
 def test_v_before_start_is_the_v_the_run_settles_on():
     at = open_app(PAGE, routers="paper", tick="3000")
     shown = [c.value for c in at.caption if c.value.startswith("V = ")][0]
