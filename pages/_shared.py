@@ -20,10 +20,10 @@ import streamlit as st
 
 from slarouter_core.data import DataValidationError, RoutingData, choose_cost, unit_of
 from slarouter_core.embedding_cache import EmbeddingCache
-from slarouter_core.encoders import EncoderUnavailableError, get_encoder
+from slarouter_core.encoders import EncoderUnavailableError, LazyEncoder, get_encoder
 from slarouter_core.experiments import load_any
 from slarouter_core.importers import file_cost_metrics
-from slarouter_core.live import (DataSpec, LazyEncoder, RunSettings, settings_for_data, settings_from_query,
+from slarouter_core.live import (DataSpec, RunSettings, settings_for_data, settings_from_query,
                                  settings_to_query)
 from slarouter_core.live.tables import grid_columns, zoo_chart
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .data import DataValidationError, write_parquet
 from .embedding_cache import EmbeddingCache
-from .encoders import DEFAULT_ENCODER, DEFAULT_ENCODER_THREADS, EncoderUnavailableError, get_encoder
+from .encoders import DEFAULT_ENCODER, DEFAULT_ENCODER_THREADS, EncoderUnavailableError, LazyEncoder
 from .experiments import PROTOCOLS, aggregate, format_table, load_any, parse_feedback, run_slarouter_grid
 from .experiments.specs import setting_value
 from .policies.registry import DEFAULT_POLICY, choices_help, keep_settings
@@ -86,7 +86,7 @@ def _load_for_embedding(path: str, cost: str | None):
 
 
 def _embed(data, encoder: str, cache_dir: str | None):
-    enc = get_encoder(encoder)
+    enc = LazyEncoder(encoder)  # the weights load only if a text is not cached yet
     return EmbeddingCache(cache_dir).embed(data.texts, enc, progress=_progress(f"embedding with {encoder}"))
 
 

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .encoders import DEFAULT_ENCODER, ProgressFn, TextEncoder, default_cache_dir, get_encoder
+from .encoders import DEFAULT_ENCODER, LazyEncoder, ProgressFn, TextEncoder, default_cache_dir, get_encoder
 
 
 def text_keys(texts: Sequence[str]) -> np.ndarray:
@@ -625,7 +625,8 @@ def embed_parallel(texts: Sequence[str], encoder: str, cache_dir: str | Path | N
 def embed_texts(texts: Sequence[str], encoder: str | TextEncoder = DEFAULT_ENCODER,
                 cache: EmbeddingCache | str | Path | None = None,
                 progress: ProgressFn | None = None) -> np.ndarray:
-    """One-call helper: resolve the encoder and cache, return (N, D) float32 embeddings."""
-    enc = get_encoder(encoder) if isinstance(encoder, str) else encoder
+    """One-call helper: resolve the encoder and cache, return (N, D) float32 embeddings (a
+    spec's weights load only if a text is not cached yet)."""
+    enc = LazyEncoder(encoder) if isinstance(encoder, str) else encoder
     store = cache if isinstance(cache, EmbeddingCache) else EmbeddingCache(cache)
     return store.embed(texts, enc, progress=progress)

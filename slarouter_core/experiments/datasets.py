@@ -47,8 +47,8 @@ def load_dataset(path: str | Path, encoder: str = "minilm", cost: str = "energy_
                  progress: ProgressFn | None = None) -> Dataset:
     """Load data (``load_any``) and its embeddings (cached by ``EmbeddingCache``)."""
     from ..embedding_cache import EmbeddingCache
-    from ..encoders import get_encoder
+    from ..encoders import LazyEncoder
 
     data = load_any(path, cost=cost)
-    emb = EmbeddingCache(cache_dir).embed(data.texts, get_encoder(encoder), progress=progress)
+    emb = EmbeddingCache(cache_dir).embed(data.texts, LazyEncoder(encoder), progress=progress)
     return Dataset(name or Path(path).name, data, emb)

@@ -1,7 +1,6 @@
 """UI-free pieces of the dashboard: settings that travel in a URL (``settings``), tables
 and units (``tables``), chart specs and colours (``charts``, ``experiment_charts``), a
-live run of routers side by side (``run``), a hand-feedback session (``hand``) and an
-encoder that loads lazily (``lazy_encoder``).
+live run of routers side by side (``run``) and a hand-feedback session (``hand``).
 
 Which routers exist and how each is shown come from the policy registry
 (``router_modes()``, ``router_modes_help()``, ``ROUTER_COLORS``, ``PolicyInfo``). Nothing
@@ -18,7 +17,6 @@ from .charts import (FAST_RENDER, MAX_POINTS, METHOD_COLORS, RATIO_WINDOW, REFER
                      SPARE_COLORS, ChartFrame, color_encoding, model_colors, series_color)
 from .experiment_charts import ALPHA_LABEL, comparison_chart, sweep_charts
 from .hand import HandRequest, HandRound, HandRouters, HandSession, shat_bars
-from .lazy_encoder import LazyEncoder
 from .run import (BELIEF_KINDS, LCB_EVERY, ORACLE_MAX_CELLS, ORACLE_SYNC_CELLS, REFERENCES, LiveRun,
                   LiveView, belief_series)
 from .settings import (DEFAULT_ROUTERS, ENCODER_CHOICES, LIMITS, ROUTER_FIELDS, SOURCES, STATED_LABEL, DataSpec,
@@ -33,7 +31,7 @@ from .tables import (FRONTIER, benchmark_long_table, display_scale, human_cost, 
 
 __all__ = ["DEFAULT_POLICY", "router_modes", "router_modes_help", "FAST_RENDER", "MAX_POINTS", "METHOD_COLORS", "RATIO_WINDOW", "REFERENCE_COLORS",
            "ROUTER_COLORS", "SPARE_COLORS", "ChartFrame", "color_encoding", "model_colors", "series_color",
-           "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandRound", "HandRouters", "HandSession", "shat_bars", "LazyEncoder",
+           "ALPHA_LABEL", "comparison_chart", "sweep_charts", "HandRequest", "HandRound", "HandRouters", "HandSession", "shat_bars",
            "BELIEF_KINDS", "belief_series", "LCB_EVERY", "ORACLE_MAX_CELLS", "ORACLE_SYNC_CELLS", "REFERENCES", "LiveRun", "LiveView",
            "DEFAULT_ROUTERS", "ENCODER_CHOICES", "LIMITS", "ROUTER_FIELDS", "SOURCES", "STATED_LABEL", "DataSpec", "RunSettings",
            "check_stated_count", "clamp_setting", "parse_stated_levels", "settings_for_data", "stated_text",

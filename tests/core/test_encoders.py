@@ -5,7 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from slarouter_core.encoders import EncoderUnavailableError, check_encoder_spec, get_encoder, split_layers
+from slarouter_core.encoders import (EncoderUnavailableError, LazyEncoder, check_encoder_spec, get_encoder,
+                                     split_layers)
 
 TEXTS = ["the cat sat on the mat", "a cat is sitting on a mat", "quarterly tax filing deadline", "the cat sat on the mat"]
 
@@ -116,3 +117,59 @@ def test_pooled_layers_are_each_layers_mean_normalised_then_summed():
     traced = get_encoder("minilm+layers=2,4,6", traced=True)
     assert traced.traced_forward is not None
     np.testing.assert_allclose(np.stack([traced.encode([t])[0] for t in TEXTS]), X, atol=1e-5)
+
+
+def test_lazy_encoder_serves_the_cache_without_loading_the_model(tmp_path):
+    from slarouter_core.embedding_cache import EmbeddingCache
+
+    loads = []
+
+    def loader():
+        loads.append(1)
+        return get_encoder("minilm")
+
+    texts = ["Quick check: the sum and the ratio.", "Prove rigorously that the orbit is a cell."]
+    cache = EmbeddingCache(tmp_path)
+    lazy = LazyEncoder("minilm", loader)
+    assert not lazy.loaded and lazy.dim == 384
+    first = cache.embed(texts, lazy)  # not cached yet: loads the model once
+    assert loads == [1]
+    again = LazyEncoder("minilm", loader)
+    np.testing.assert_array_equal(cache.embed(texts, again), first)
+    assert loads == [1] and not again.loaded
+    assert again.cache_id() == get_encoder("minilm").cache_id()
+    # the spec is read as get_encoder reads it (same cache id), a bad one refused at once
+    assert LazyEncoder(" minilm ").cache_id() == again.cache_id()
+    with pytest.raises(EncoderUnavailableError):
+        LazyEncoder("word2vec")
+
+
+def test_the_library_and_the_cli_open_cached_texts_without_loading_weights(tmp_path, monkeypatch):
+    """embed_texts, load_dataset and the CLI's embedding step take a spec; a run whose texts
+    are all cached must not pay for loading the encoder (seconds per command)."""
+    from slarouter_core import cli, encoders
+    from slarouter_core.embedding_cache import embed_texts
+    from slarouter_core.experiments.datasets import load_dataset
+    from slarouter_core.synthetic import generate_demo_frame
+    from slarouter_core.data import from_frame
+
+    frame = generate_demo_frame(40, 0)
+    path = tmp_path / "demo.parquet"
+    frame.to_parquet(path)
+    data = from_frame(frame)
+    first = embed_texts(data.texts, "minilm", cache=tmp_path / "cache")  # stores them
+    real = encoders.get_encoder
+    loads = []
+
+    def counting(spec, *args, **kwargs):
+        loads.append(spec)
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(encoders, "get_encoder", counting)
+    np.testing.assert_array_equal(embed_texts(data.texts, "minilm", cache=tmp_path / "cache"), first)
+    np.testing.assert_array_equal(load_dataset(path, cache_dir=tmp_path / "cache").embeddings, first)
+    np.testing.assert_array_equal(cli._embed(data, "minilm", str(tmp_path / "cache")), first)
+    assert loads == []
+    # a text not cached yet loads the encoder, once
+    more = embed_texts(list(data.texts) + ["A text no cache has seen."], "minilm", cache=tmp_path / "cache")
+    assert loads == ["minilm"] and np.array_equal(more[:-1], first)

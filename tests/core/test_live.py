@@ -11,7 +11,7 @@ import pytest
 
 from slarouter_core.data import from_frame, midpoint_alpha
 from slarouter_core.embedding_cache import embed_texts
-from slarouter_core.live import (BELIEF_KINDS, DataSpec, HandRouters, HandSession, LazyEncoder, LiveRun, RunSettings,
+from slarouter_core.live import (BELIEF_KINDS, DataSpec, HandRouters, HandSession, LiveRun, RunSettings,
                                  belief_series, describe_reset, display_scale, settings_change,
                                  settings_from_query, settings_json, settings_to_query, zoo_table)
 from slarouter_core.router import Decision
@@ -252,28 +252,6 @@ def test_explanation_scores_are_the_router_terms(small):
     if not d.explored:
         assert int(np.argmin(table["score"])) == d.model
     assert table["chosen"].astype(bool).sum() == 1
-
-
-def test_lazy_encoder_serves_the_cache_without_loading_the_model(tmp_path):
-    from slarouter_core.embedding_cache import EmbeddingCache
-    from slarouter_core.encoders import get_encoder
-
-    loads = []
-
-    def loader():
-        loads.append(1)
-        return get_encoder("minilm")
-
-    texts = ["Quick check: the sum and the ratio.", "Prove rigorously that the orbit is a cell."]
-    cache = EmbeddingCache(tmp_path)
-    lazy = LazyEncoder("minilm", loader)
-    assert not lazy.loaded and lazy.dim == 384
-    first = cache.embed(texts, lazy)  # not cached yet: loads the model once
-    assert loads == [1]
-    again = LazyEncoder("minilm", loader)
-    np.testing.assert_array_equal(cache.embed(texts, again), first)
-    assert loads == [1] and not again.loaded
-    assert again.cache_id() == get_encoder("minilm").cache_id()
 
 
 def test_hand_feedback_with_the_guarded_router(small):
