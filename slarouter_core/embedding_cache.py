@@ -590,7 +590,7 @@ def embed_parallel(texts: Sequence[str], encoder: str, cache_dir: str | Path | N
         raise ValueError("chunk and n_jobs must be positive integers")
     texts = texts if isinstance(texts, (list, tuple)) else list(texts)
     cache = EmbeddingCache(cache_dir)
-    todo = cache.missing(texts, get_encoder(encoder))
+    todo = cache.missing(texts, LazyEncoder(encoder))  # keys only: no weights loaded here
     root = str(cache.root)
     chunks = [[texts[i] for i in todo[a:a + chunk]] for a in range(0, len(todo), chunk)]
     done = 0

@@ -145,10 +145,11 @@ def test_lazy_encoder_serves_the_cache_without_loading_the_model(tmp_path):
 
 
 def test_the_library_and_the_cli_open_cached_texts_without_loading_weights(tmp_path, monkeypatch):
-    """embed_texts, load_dataset and the CLI's embedding step take a spec; a run whose texts
-    are all cached must not pay for loading the encoder (seconds per command)."""
+    """embed_texts, load_dataset, the CLI's embedding step and embed_parallel's driver take a
+    spec; a run whose texts are all cached must not pay for loading the encoder (seconds per
+    command)."""
     from slarouter_core import cli, encoders
-    from slarouter_core.embedding_cache import embed_texts
+    from slarouter_core.embedding_cache import embed_parallel, embed_texts
     from slarouter_core.experiments.datasets import load_dataset
     from slarouter_core.synthetic import generate_demo_frame
     from slarouter_core.data import from_frame
@@ -158,17 +159,18 @@ def test_the_library_and_the_cli_open_cached_texts_without_loading_weights(tmp_p
     frame.to_parquet(path)
     data = from_frame(frame)
     first = embed_texts(data.texts, "minilm", cache=tmp_path / "cache")  # stores them
-    real = encoders.get_encoder
+    real = encoders.TransformerEncoder.__init__
     loads = []
 
-    def counting(spec, *args, **kwargs):
+    def counting(self, source, spec, *args, **kwargs):  # loading weights, from any module
         loads.append(spec)
-        return real(spec, *args, **kwargs)
+        real(self, source, spec, *args, **kwargs)
 
-    monkeypatch.setattr(encoders, "get_encoder", counting)
+    monkeypatch.setattr(encoders.TransformerEncoder, "__init__", counting)
     np.testing.assert_array_equal(embed_texts(data.texts, "minilm", cache=tmp_path / "cache"), first)
     np.testing.assert_array_equal(load_dataset(path, cache_dir=tmp_path / "cache").embeddings, first)
     np.testing.assert_array_equal(cli._embed(data, "minilm", str(tmp_path / "cache")), first)
+    assert embed_parallel(data.texts, "minilm", tmp_path / "cache") == 0  # its driver reads keys only
     assert loads == []
     # a text not cached yet loads the encoder, once
     more = embed_texts(list(data.texts) + ["A text no cache has seen."], "minilm", cache=tmp_path / "cache")
