@@ -1,5 +1,5 @@
 """A router in service keeps what it learned: its first SLA window against the next one,
-on requests it has not seen (issue 19; docs/RESULTS.md, "The next SLA window").
+on requests it has not seen (issue 19; docs/STUDIES.md, "The next SLA window").
 
     python benchmarks/bench_next_window.py                       # 20 seeds, every scenario
     python benchmarks/bench_next_window.py --scenarios demo --seeds 5

@@ -237,7 +237,7 @@ st.radio("Encoder for the request embeddings", options,
          key="w_encoder", on_change=change_encoder_choice,
          help="minilm: all-MiniLM-L6-v2, packaged, runs offline (a few seconds for the demo). "
               "minilm+layers=2,4,6: the same model with its layers 2, 4 and 6 pooled, which routed the demo "
-              "and Llama-3 a little cheaper (RESULTS.md, 'Several layers of the same MiniLM'). "
+              "and Llama-3 a little cheaper (STUDIES.md, 'Several layers of the same MiniLM'). "
               "hashing: instant word-hashing features. hf:<id or path>: any encoder already on disk "
               "(add +layers=i,j,... to pool several of its layers).")
 if st.session_state.w_encoder == OTHER_ENCODER:

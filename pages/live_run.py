@@ -155,9 +155,9 @@ with st.sidebar:
                          "warn_z standard deviations as the best it can deliver, and says \"SLA at risk\" when "
                          f"even that cannot bring the window to alpha. Default {default.warn_z:g} (the one-sided "
                          "95% bound); 0 or more. Lower warns a likely miss sooner but warns more runs that go on "
-                         "to meet alpha: over seeds 0-99 at warn_z 0.5, the hard 11-model zoo 0 warns 85 of its "
-                         "87 misses before half (71 at the default), while the demo's false alarms go from 24 to "
-                         "54 of 95 met runs (docs/RESULTS.md, \"How early it warns\"). While at risk, exploration "
+                         "to meet alpha: over seeds 0-99 at warn_z 0.5, the hard 11-model zoo 0 warns 89 of its "
+                         "91 misses before half (73 at the default), while the demo's false alarms go from 20 to "
+                         "55 of 97 met runs (docs/RESULTS.md, \"How early it warns\"). While at risk, exploration "
                          "may label every model, so it moves routing a little. Changing it starts the run again.")
             after_by = [m for m in warned_by if takes_setting(m, "warn_after")]
             if after_by:
@@ -167,8 +167,8 @@ with st.sidebar:
                          f"(default {default.warn_after}: test from the start). On a few dozen thumbs the test is "
                          "noisy and warns runs that go on to meet alpha; waiting cuts those early false alarms "
                          "but can warn a miss later: over seeds 0-99 with warn_after=128, the demo's false alarms "
-                         "fall from 24 to 13 of 95 met runs while the hard zoo 0 warns 70 of its 87 misses "
-                         "before half instead of 71 (docs/RESULTS.md, \"How early it warns\"). Changing it "
+                         "fall from 20 to 12 of 97 met runs while the hard zoo 0 warns 72 of its 91 misses "
+                         "before half instead of 73 (docs/RESULTS.md, \"How early it warns\"). Changing it "
                          "starts the run again.")
     st.number_input("seed", step=1, help="Changing the seed starts a new run (you are told when it does).",
                     **widget("w_seed"))

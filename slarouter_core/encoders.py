@@ -13,7 +13,7 @@ vector is then the normalised sum of those layers' mean-pooled, normalised hidde
 (0 is the embedding output, the model's last layer its final one) instead of the last
 layer's alone. Same width, same speed; the middle layers keep more of a prompt's surface
 form, which on the demo and Llama-3 data routes better than the last layer alone
-(docs/RESULTS.md, "Several layers of the same MiniLM").
+(docs/STUDIES.md, "Several layers of the same MiniLM").
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ class ContextualConfig(PolicyConfig):
       router served the 73% model for the rest of the stream. Over seeds 0-99 the demo
       met alpha in 97 runs (95 without) and with the judge in 100 (95), Llama-3 in 83 at
       1.31x (86 at 1.34x), with the judge 90 at 1.32x (92 at 1.36x); the unseen 4-model zoo
-      0 cost 1.85x against 1.74x, two runs of 100 turning dear (docs/RESULTS.md, "Levels by
+      0 cost 1.85x against 1.74x, two runs of 100 turning dear (docs/STUDIES.md, "Levels by
       regression").
     * ``contenders``: while no price reaches the target (only the best model can help),
       explore only the models that may be the best (the 95% quantile of the level's Beta
@@ -201,7 +201,7 @@ class ContextualConfig(PolicyConfig):
       still thinned by ``thin_fallback`` where that is on). Two models
       that both repay are told apart by price, not by a few points of level: once the
       11-model zoo 0's 1.1x model, 15 points above alpha, is sure to repay, its fallback
-      serves it instead of sampling the 13x, 46x and 88x models (docs/RESULTS.md, "The
+      serves it instead of sampling the 13x, 46x and 88x models (docs/STUDIES.md, "The
       fallback repays at least cost").
     * ``thin_fallback``: in the ``"thompson"`` fallback, a model dearer than the cheapest
       model whose level (posterior mean) reaches alpha, and below that model's level, is
@@ -216,14 +216,14 @@ class ContextualConfig(PolicyConfig):
       hard 11-model zoo 0 cost 3.91x against 5.12x (13 runs met alpha against none), the
       11-model zoo 1 1.48x against 1.70x, the 11-model zoo 0 1.27x against 1.38x, the
       4-model zoo 0 1.74x against 1.85x; the demo and Llama-3 within noise
-      (docs/RESULTS.md, "The fallback thinned at its cost ratio").
+      (docs/STUDIES.md, "The fallback thinned at its cost ratio").
     * ``rescue``: opt-in (0: off). While the SLA is at risk and the Thompson fallback's
       model cannot carry the rate the rest of the window needs (the exact ``rescue``
       quantile of its level's Beta posterior, e.g. 0.99, is below it), the fallback serves
       the model whose quantile is highest instead (:meth:`ContextualPolicy.rescuer`): if
       the leader cannot carry the SLA, the one model that still might is where the labels
       should go. It reaches a best model written off on its first few thumbs, which
-      exploration alone labels too slowly to bring back (docs/RESULTS.md, "Rescue at
+      exploration alone labels too slowly to bring back (docs/STUDIES.md, "Rescue at
       risk": on Llama-3 it met alpha in 34 of 40 runs against 32, at 1.32x against 1.26x;
       over 100 seeds in 85 against 84, at 1.32x against 1.30x). Two thumbs down under the
       uniform prior put a model's 0.99 quantile at 0.785, below a leader's: the rescue does
@@ -243,13 +243,13 @@ class ContextualConfig(PolicyConfig):
       judge neither gained a run (0.09x and 0.02x more): each extra point costs about what
       the static mixture charges for it, a move along the frontier. With the thinned
       fallback Llama-3 meets alpha in 87 runs against 86 (1.38x against 1.34x): no gain
-      (docs/RESULTS.md, "The plan's picks, calibrated").
+      (docs/STUDIES.md, "The plan's picks, calibrated").
     * ``level_prior``: fit the text model with each model's level prior (Beta(1, 1), or the
       stated levels) as pseudo-labels at the labels' mean embedding. Off, a model whose few
       labels all agree predicts certainty (an intercept only a tiny penalty keeps finite);
       on, its predictions stay near its level posterior. Opt-in: over 40 seeds it cut
       Llama-3's cost but, with today's contenders test, met alpha there in 30 seeds
-      against 35, and cost the 11-model zoo 0 a quarter more (docs/RESULTS.md, "The text
+      against 35, and cost the 11-model zoo 0 a quarter more (docs/STUDIES.md, "The text
       model's intercepts").
     * ``warn_z``: how early "SLA at risk" is said: the at-risk test takes each model's level
       at its posterior mean plus ``warn_z`` standard deviations as the best it can deliver
@@ -263,9 +263,9 @@ class ContextualConfig(PolicyConfig):
     * ``warn_after``: opt-in (0: off): no at-risk test before the certificate holds this many
       thumbs in all (over every window so far). Its projection of the rest of the window
       reads the thumbs rate and the residuals from the thumbs, and on a few dozen of them it
-      warns runs that go on to meet alpha: over seeds 0-99, 128 leaves 13 of the demo's 95 met
-      runs warned instead of 24, and the hard 11-model zoo 0 warns 70 of its 87 misses before
-      half instead of 71 (docs/RESULTS.md, "How early it warns"). A service's later windows
+      warns runs that go on to meet alpha: over seeds 0-99, 128 leaves 12 of the demo's 97 met
+      runs warned instead of 20, and the hard 11-model zoo 0 warns 72 of its 91 misses before
+      half instead of 73 (docs/RESULTS.md, "How early it warns"). A service's later windows
       start with the thumbs of the earlier ones, so only its first window waits.
     * ``fallback_contenders``: opt-in (False: off). The Thompson fallback draws a model
       dearer than its leader (the best posterior level) only while that model may be the
@@ -279,7 +279,7 @@ class ContextualConfig(PolicyConfig):
       zoo 0 met alpha in 22 runs against 13, at 3.01x against 3.91x, but Llama-3 with the
       judge in 89 against 92 (in one traced run its 70B, written off on its first thumbs
       while the 8B led, was brought back by default only by the fallback's rare draws of
-      it; docs/RESULTS.md, "The fallback draws only contenders").
+      it; docs/STUDIES.md, "The fallback draws only contenders").
     * ``judge_levels``: with an LLM judge, each model's level (fallback, pruning, at-risk
       test) is read from the judge's verdicts on its request-blind steps, corrected by the
       judge's false-positive and false-negative rates as the answers with both thumbs and a
@@ -292,7 +292,7 @@ class ContextualConfig(PolicyConfig):
       verdict as it was valued then, and only from ``min_labels`` thumbs of the model on: a
       model served a few times early is judged on its first thumbs alone. Over seeds 0-99
       with a judge on every answer the demo met alpha in 100 runs against 95 (1.16x against
-      1.15x), Llama-3 in 92 against 90 (1.34x against 1.36x) (docs/RESULTS.md, "The judge's
+      1.15x), Llama-3 in 92 against 90 (1.34x against 1.36x) (docs/STUDIES.md, "The judge's
       verdicts read each model's level"). Only the levels: the estimate and its bound read
       the verdicts through the calibration as before. Without a judge this does nothing
       (the same decisions bit for bit).
@@ -756,7 +756,7 @@ class ContextualPolicy(Policy):
         because this test acts on a handful of labels (no ``min_labels`` floor): the normal
         approximation wrote off the best model of an unseen 4-model zoo on 1 thumbs up of 6
         for the rest of a stream (57.2% against alpha 65.0%), and would write off a model on
-        its first thumbs down against a leader at 73% (docs/RESULTS.md, "Contenders by the
+        its first thumbs down against a leader at 73% (docs/STUDIES.md, "Contenders by the
         exact posterior")."""
         mean, size = self.blind_posterior()
         return beta_dist.ppf(0.95, mean * size, (1.0 - mean) * size) >= mean.max()
@@ -920,8 +920,8 @@ class ContextualPolicy(Policy):
         share of 5% or more) has fewer than ``min_labels`` request-blind labels, the policy
         is still learning which model is best, and the best upper level stands in (as for
         the other fallbacks): a run that samples between two close models forever does not
-        get the better one's rate (the hard 11-model zoo 0: 18 of 20 misses warned before
-        half a stream, against 15 with the best upper level throughout; docs/RESULTS.md)."""
+        get the better one's rate (it warned more of the hard 11-model zoo 0's misses before
+        half a stream than the best upper level throughout: docs/IMPROVED.md, "SLA at risk")."""
         mean, sd = self.blind_sd()
         known = self.blind_cnt >= self.config.min_labels
         upper = mean + np.where(known, self.config.warn_z, _Z95) * sd
