@@ -163,18 +163,7 @@ class TransformerEncoder:
             return None
 
     def cache_id(self) -> str:
-        h = hashlib.sha1(self.spec.encode())
-        src = Path(self.source)
-        if src.is_dir():
-            for f in sorted(src.glob("*")):
-                if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".txt"):
-                    st = f.stat()
-                    h.update(f"{f.name}:{st.st_size}".encode())
-            cfg = src / "config.json"
-            if cfg.exists():
-                h.update(cfg.read_bytes())
-        safe = "".join(c if c.isalnum() else "_" for c in self.spec)[-40:]
-        return f"{safe}-{h.hexdigest()[:12]}-mean-v1"
+        return transformer_cache_id(self.spec, self.source)
 
     def encode(self, texts: Sequence[str], progress: ProgressFn | None = None) -> np.ndarray:
         """Embeddings in input order.
@@ -337,6 +326,24 @@ def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, trace
                               layers=layers)
 
 
+
+def transformer_cache_id(spec: str, source: str | Path) -> str:
+    """A transformer encoder's cache id from its spec and weights folder alone (the files'
+    names and sizes, and its config), so that :class:`LazyEncoder` names the cache without
+    loading the weights."""
+    h = hashlib.sha1(spec.encode())
+    src = Path(source)
+    if src.is_dir():
+        for f in sorted(src.glob("*")):
+            if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".txt"):
+                st = f.stat()
+                h.update(f"{f.name}:{st.st_size}".encode())
+        cfg = src / "config.json"
+        if cfg.exists():
+            h.update(cfg.read_bytes())
+    safe = "".join(c if c.isalnum() else "_" for c in spec)[-40:]
+    return f"{safe}-{h.hexdigest()[:12]}-mean-v1"
+
 class LazyEncoder:
     """An encoder's spec, width and cache id without loading its weights.
 
@@ -360,9 +367,7 @@ class LazyEncoder:
         config = source / "config.json" if source is not None else None
         if config is not None and config.is_file():
             self.dim = int(json.loads(config.read_text())["hidden_size"])
-            facade = TransformerEncoder.__new__(TransformerEncoder)  # cache_id reads spec and source only
-            facade.spec, facade.source = spec, str(source)
-            self._cache_id = facade.cache_id()
+            self._cache_id = transformer_cache_id(spec, source)
         else:
             self._encoder = self._loader()
             self.dim = int(self._encoder.dim)
