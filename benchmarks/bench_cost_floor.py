@@ -51,6 +51,13 @@ delivered (so every column buys the same satisfaction on the same stream):
 * uniform labels: as many labels (as many thumbs, the rest calibrated verdicts), drawn
   uniformly over requests and models: what the labels falling on the models it served
   cost is the gap to the column before.
+
+A third table reads the router's text model where its predictions did not choose the step
+(exploration, and the fallback's one model for every request): the served model's
+prediction as the model stood then against the outcome, by fifths of the prediction, and
+the slope of a logistic regression of the outcome on the prediction's logit (1 for
+calibrated predictions, under 1 for predictions spread wider than the outcomes). The plan
+reads these predictions as satisfaction rates when it sets its price.
 """
 
 from __future__ import annotations
@@ -96,11 +103,13 @@ def context_accuracy(solved: np.ndarray, context: np.ndarray) -> np.ndarray:
     return P
 
 
-def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float, np.ndarray]:
-    """Mean end-of-window margin (the bound's width over the window), mean stream cost, and
-    per run the split of its cost (:func:`cost_split`)."""
+def router_runs(data, X, alpha: float, seeds,
+                judge: bool) -> tuple[float, float, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Mean end-of-window margin (the bound's width over the window), mean stream cost, per
+    run the split of its cost (:func:`cost_split`), and the runs' request-blind steps pooled
+    (:func:`blind_steps`)."""
     fb = FeedbackConfig(judge_fill=JUDGE_PRESETS["acpbench"]) if judge else FeedbackConfig()
-    margins, costs, splits = [], [], []
+    margins, costs, splits, blind = [], [], [], []
     for seed in seeds:
         sim = Simulation(data, X, SimulationConfig(RouterConfig(alpha=alpha, mode="contextual"), feedback_rate=0.2,
                                                    seed=seed, feedback=fb))
@@ -119,7 +128,40 @@ def router_runs(data, X, alpha: float, seeds, judge: bool) -> tuple[float, float
         margins.append(cert.width(cert.var) / cert.t)
         costs.append(float(sim.arrays()["cost"].mean()))
         splits.append(cost_split(data, X, sim, seen, capped, judge, seed))
-    return float(np.mean(margins)), float(np.mean(costs)), np.array(splits)
+        blind.append(blind_steps(sim, seen, capped))
+    pairs = tuple(np.concatenate(part) for part in zip(*blind))
+    return float(np.mean(margins)), float(np.mean(costs)), np.array(splits), pairs
+
+
+def blind_steps(sim: Simulation, seen: np.ndarray, capped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(prediction, outcome)`` of one run's request-blind steps (exploration, and the
+    fallback's one model for every request): the served model's prediction as the text model
+    stood at the step, which did not choose the step, so the pairs read the online text
+    model's calibration without the plan's selection (:func:`calibration_row`)."""
+    a = sim.arrays()
+    blind = a["explored"].astype(bool) | capped
+    p = seen[np.arange(len(seen)), a["model"]]
+    return p[blind], a["satisfied"][blind].astype(np.float64)
+
+
+#: the parts of the request-blind steps ``calibration_row`` splits by their prediction
+CALIBRATION_PARTS = 5
+
+
+def calibration_row(p: np.ndarray, y: np.ndarray) -> tuple[list[tuple[float, float]], float]:
+    """The request-blind steps by fifths of their prediction, each ``(mean prediction, share
+    satisfied)``, and the slope of a logistic regression of the outcome on the prediction's
+    logit (scikit-learn, unpenalised): 1 for calibrated predictions, under 1 where they are
+    spread wider than the outcomes they predict (over-confident)."""
+    from sklearn.linear_model import LogisticRegression
+
+    order = np.argsort(p, kind="stable")
+    parts = [(float(p[i].mean()), float(y[i].mean())) for i in np.array_split(order, CALIBRATION_PARTS)]
+    q = np.clip(p, 1e-4, 1 - 1e-4)
+    z = np.log(q / (1 - q))[:, None]
+    if np.ptp(z) == 0 or y.min() == y.max():
+        return parts, float("nan")
+    return parts, float(LogisticRegression(C=np.inf).fit(z, y).coef_[0, 0])
 
 
 def cost_split(data, X, sim: Simulation, seen: np.ndarray, capped: np.ndarray, judge: bool,
@@ -252,7 +294,7 @@ def main(argv=None) -> int:
     print("| stream | feedback | alpha | margin (points) | text-blind | learned text, oracle price | known context "
           "| router | goal |")
     print("|---|---|---|---|---|---|---|---|---|")
-    split_rows, model_lines, curve_rows = [], [], []
+    split_rows, model_lines, curve_rows, calibration_rows = [], [], [], []
     for name, data, context in streams:
         X = embed_texts(data.texts, args.encoder)
         alpha = midpoint_alpha(data)
@@ -262,7 +304,7 @@ def main(argv=None) -> int:
             data.models, data.solved.mean(0), data.costs.mean(0))))
         for judge, goal in zip((False, True), GOALS[name]):
             with single_threaded_blas():
-                margin, router, splits = router_runs(data, X, alpha, range(args.seeds), judge)
+                margin, router, splits, pairs = router_runs(data, X, alpha, range(args.seeds), judge)
                 if args.curve:  # its last point is the floor on every label (the same draws)
                     curve = learning_curve(data, X, alpha + margin, args.c_shared, args.c_model, judge)
                     learned = curve[0][-1][1]
@@ -280,6 +322,7 @@ def main(argv=None) -> int:
             print(f"| {name} | {feedback} | {100 * alpha:.1f}% | {100 * margin:.2f} | "
                   + " | ".join(f"{(c + call) / mix:.2f}x" for c in cells) + f" | {goal:.2f}x |", flush=True)
             split_rows.append((name, feedback, splits, call, mix))
+            calibration_rows.append((name, feedback, len(pairs[0]), *calibration_row(*pairs)))
             if args.curve:
                 curve_rows.append((name, feedback, curve, placed, call, mix))
     print("\nThe router's own cost, split (per run at the satisfaction it delivered; mean over runs; a "
@@ -301,6 +344,15 @@ def main(argv=None) -> int:
     print("\nSteps per model are in the zoo's order; each model's accuracy on the stream and its mean cost per "
           "request (a multiple of the static mixture's at alpha):")
     print("\n".join(model_lines))
+    print("\nThe router's text model on the steps it did not choose (exploration and the fallback): the served "
+          "model's prediction as the model stood at the step against the outcome, pooled over the runs, by fifths "
+          "of the prediction; the slope is a logistic regression's on the prediction's logit (1: calibrated; "
+          "under 1: predictions spread wider than the outcomes):\n")
+    print("| stream | feedback | request-blind steps | by fifth of the prediction: predicted -> delivered | slope |")
+    print("|---|---|---|---|---|")
+    for name, feedback, n, parts, slope in calibration_rows:
+        print(f"| {name} | {feedback} | {n:,} | " + ", ".join(f"{100 * a:.0f}% -> {100 * b:.0f}%" for a, b in parts)
+              + f" | {slope:.2f} |")
     if curve_rows:
         print("\nThe text floor by the labels seen (learned text, oracle price, on that many labels drawn as "
               "above), over the stream when each request is routed on the labels a router has by then, and on "

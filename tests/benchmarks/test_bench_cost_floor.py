@@ -34,10 +34,12 @@ def test_the_split_records_what_each_decision_saw(floor, monkeypatch):
     real = floor.cost_split
     monkeypatch.setattr(floor, "cost_split", lambda data, X, sim, seen, capped, judge, seed: runs.append(
         (sim, seen, capped)) or real(data, X, sim, seen, capped, judge, seed))
-    margin, cost, splits = floor.router_runs(data, X, 0.6, [0], judge=False)  # below the midpoint: the plan reaches it
+    margin, cost, splits, (p, y) = floor.router_runs(data, X, 0.6, [0], judge=False)  # below the midpoint: the plan reaches it
     sim, seen, capped = runs[0]
     a = sim.arrays()
     assert np.array_equal(seen[np.arange(len(seen)), a["model"]], a["shat_served"])
+    blind = a["explored"].astype(bool) | capped  # the steps the text did not choose, and only those
+    assert np.array_equal(p, a["shat_served"][blind]) and np.array_equal(y, a["satisfied"][blind])
     assert 0 < capped.sum() < len(capped)  # the fallback served some steps, the plan others
     sat, router, own, last, uniform, off_plan, predicted, delivered, *shares = splits[0]
     assert np.allclose(shares, np.bincount(a["model"], minlength=data.n_models) / len(a["model"]))
@@ -45,6 +47,21 @@ def test_the_split_records_what_each_decision_saw(floor, monkeypatch):
     assert off_plan == pytest.approx(1 - (~a["explored"] & ~capped).mean())
     assert delivered == pytest.approx(a["satisfied"][~a["explored"] & ~capped].mean())
     assert all(np.isfinite([own, last, uniform])) and margin > 0
+
+
+def test_the_calibration_slope_reads_over_confidence(floor):
+    """Outcomes drawn at the predictions read a slope near 1; the same outcomes against
+    predictions spread twice as wide on the logit scale read near one half."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(0.5, 1.2, 20_000)
+    y = (rng.random(len(z)) < 1 / (1 + np.exp(-z))).astype(float)
+    parts, slope = floor.calibration_row(1 / (1 + np.exp(-z)), y)
+    assert slope == pytest.approx(1.0, abs=0.05) and len(parts) == floor.CALIBRATION_PARTS
+    assert all(abs(a - b) < 0.03 for a, b in parts)
+    wide, slope_wide = floor.calibration_row(1 / (1 + np.exp(-2 * z)), y)
+    assert slope_wide == pytest.approx(0.5, abs=0.03)
+    assert wide[0][0] < wide[0][1] and wide[-1][0] > wide[-1][1]  # low ones under, high ones over
+    assert np.isnan(floor.calibration_row(np.full(10, 0.7), y[:10])[1])
 
 
 def test_an_encoder_that_is_not_there_is_refused_before_any_run(floor, capsys):
