@@ -77,7 +77,7 @@ from bench_honest_sla import COST_GOALS  # noqa: E402
 from slarouter_core.baselines import oracle_lp, static_mixture_lp  # noqa: E402
 from slarouter_core.data import midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
+from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, LazyEncoder  # noqa: E402
 from slarouter_core.experiments import PAPER_EXCLUDE, load_any  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
@@ -274,7 +274,7 @@ def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     try:  # a missing encoder is refused before any stream runs
-        get_encoder(args.encoder)
+        LazyEncoder(args.encoder)  # the spec checked, the weights loaded only if a text is not cached
     except EncoderUnavailableError as exc:
         ap.error(str(exc))
     t0 = time.perf_counter()

@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
+from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, LazyEncoder  # noqa: E402
 from slarouter_core.experiments import PAPER_EXCLUDE, load_any  # noqa: E402
 from slarouter_core.policies.contextual import ContextualConfig  # noqa: E402
 from slarouter_core.policies.text_model import fit_multitask_logistic, multitask_predictions  # noqa: E402
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     if args.max_requests < 4:
         ap.error("--max-requests must be at least 4")
     try:  # a missing encoder is refused before any stream is read
-        get_encoder(args.encoder)
+        LazyEncoder(args.encoder)  # the spec checked, the weights loaded only if a text is not cached
     except EncoderUnavailableError as err:
         ap.error(str(err))
     t0 = time.perf_counter()

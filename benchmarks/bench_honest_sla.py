@@ -124,7 +124,7 @@ from slarouter_core.baselines import static_mixture_lp  # noqa: E402
 from slarouter_core.cli import policy_settings  # noqa: E402
 from slarouter_core.data import RoutingData, from_frame, midpoint_alpha  # noqa: E402
 from slarouter_core.embedding_cache import embed_texts  # noqa: E402
-from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, get_encoder  # noqa: E402
+from slarouter_core.encoders import DEFAULT_ENCODER, EncoderUnavailableError, LazyEncoder  # noqa: E402
 from slarouter_core.experiments import PAPER_EXCLUDE, chance_to_meet, load_any, met_rate_interval, seeds_needed  # noqa: E402
 from slarouter_core.feedback import FeedbackConfig, judge_calls  # noqa: E402
 from slarouter_core.judge import JUDGE_PRESETS  # noqa: E402
@@ -753,7 +753,7 @@ def main(argv=None) -> int:
                          "moves along it")
     args = ap.parse_args(argv)
     try:  # a missing encoder is refused before any stream runs
-        get_encoder(args.encoder)
+        LazyEncoder(args.encoder)  # the spec checked, the weights loaded only if a text is not cached
     except EncoderUnavailableError as err:
         ap.error(str(err))
     ablation = dict(CONTEXTUAL_SWITCHES[args.ablate]) if args.ablate else {}
