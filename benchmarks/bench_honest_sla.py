@@ -470,19 +470,24 @@ def print_by_model(rows: list[dict]) -> None:
 def print_timeline(rows: list[dict]) -> None:
     """The contextual mode's runs by tenths of the stream, mean over the runs: the share of
     requests the fallback served (no price reached the target) and the share explored,
-    their satisfaction, and their cost per request over the static mixture's."""
+    their satisfaction, their cost per request over the static mixture's at alpha, and over
+    the static mixture that delivers that tenth's satisfaction (the mixture's line: above 1,
+    the router pays more for its satisfaction than a text-blind mix that knew the models'
+    accuracies would)."""
     for r in rows:
         if r["timeline"] is None:
             continue
         n = r["requests"]
         print_run_heading("the stream by tenths", r)
         print("| requests | served by the fallback | explored | satisfaction "
-              "| cost / static mixture (judge calls left out) |")
-        print("|---|---|---|---|---|")
+              "| cost / static mixture (judge calls left out) | cost / static mixture at that satisfaction |")
+        print("|---|---|---|---|---|---|")
         for k, part in enumerate(tenths(n)):
             fallback, explored, sat, spent = r["timeline"][k]
+            cost = spent / len(part) / r["mix"]
+            line = static_mixture_lp(r["accuracy"], r["unit"], sat)[1]
             print(f"| {part[0] + 1:,}-{part[-1] + 1:,} | {100 * fallback:.0f}% | {100 * explored:.1f}% | "
-                  f"{100 * sat:.1f}% | {spent / len(part) / r['mix']:.2f}x |")
+                  f"{100 * sat:.1f}% | {cost:.2f}x | {cost / line:.2f}x |")
 
 
 def scorecard(rows: list[dict]) -> list[tuple[str, str, str, str, str, str]]:

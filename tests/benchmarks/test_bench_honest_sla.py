@@ -383,9 +383,18 @@ def test_timeline_prints_the_stream_by_tenths_averaged_over_runs(bench, capsys, 
     digits = {f"| {d}" for d in "123456789"}
     rows = [row for row in out.split("the stream by tenths")[1].splitlines() if row[:3] in digits]
     assert len(rows) == bench.TENTHS
-    # the first tenth: all fallback, 5% explored, 80% satisfied, (2x + 4x) / 2 = 3x the mixture
-    assert rows[0] == f"| 1-{part:,} | 100% | 5.0% | 80.0% | 3.00x |"
-    assert rows[-1].startswith(f"| {n - part + 1:,}-{n:,} | 10% |") and rows[-1].endswith("| 1.50x |")
+    # the first tenth: all fallback, 5% explored, 80% satisfied, (2x + 4x) / 2 = 3x the mixture,
+    # which costs 1x at 80% (alpha)
+    assert rows[0] == f"| 1-{part:,} | 100% | 5.0% | 80.0% | 3.00x | 3.00x |"
+    assert rows[-1].startswith(f"| {n - part + 1:,}-{n:,} | 10% |") and rows[-1].endswith("| 1.50x | 1.50x |")
+    # a tenth at another satisfaction is priced at the mixture that delivers it
+    higher = line.copy()
+    higher[:, 2] = 0.85
+    _main_on_fakes(bench, monkeypatch, {s: run + (higher,) for s in range(2)}, "--timeline")
+    row = [row for row in capsys.readouterr().out.split("the stream by tenths")[1].splitlines()
+           if row.startswith("| 1-")][0]
+    at_85 = static_mixture_lp(demo.solved.mean(0), demo.costs.mean(0), 0.85)[1] / mix
+    assert at_85 > 1 and row.endswith(f"| 85.0% | 2.00x | {2 / at_85:.2f}x |")
     _main_on_fakes(bench, monkeypatch, {s: run + (None,) for s in range(2)}, "--timeline")
     assert "the stream by tenths" not in capsys.readouterr().out
 
