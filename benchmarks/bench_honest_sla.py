@@ -215,14 +215,18 @@ def one_run(data: RoutingData, X: np.ndarray, mode: str, alpha: float, seed: int
 
 def steps_by_kind(n_models: int, a: dict, capped: np.ndarray) -> np.ndarray:
     """Per kind of step (exploration, the fallback: no price reached the target, the plan)
-    and model, in one run: ``(3, M, 3)`` of (steps, satisfied steps, cost summed), what
-    ``--by-model`` reads."""
+    and model, in one run: ``(3, M, 5)`` of (steps, satisfied steps, cost summed, and the
+    steps and satisfied steps of the stream's first tenth), what ``--by-model`` reads."""
     explored = a["explored"].astype(bool)
     kinds = (explored, capped & ~explored, ~capped & ~explored)
-    out = np.zeros((3, n_models, 3))
+    first = np.zeros(len(explored), bool)
+    first[tenths(len(explored))[0]] = True
+    out = np.zeros((3, n_models, 5))
     for k, mask in enumerate(kinds):
-        for col, w in enumerate((None, a["satisfied"][mask], a["cost"][mask])):
-            out[k, :, col] = np.bincount(a["model"][mask], weights=w, minlength=n_models)
+        early = mask & first
+        for col, (rows, w) in enumerate(((mask, None), (mask, a["satisfied"][mask]), (mask, a["cost"][mask]),
+                                         (early, None), (early, a["satisfied"][early]))):
+            out[k, :, col] = np.bincount(a["model"][rows], weights=w, minlength=n_models)
     return out
 
 
@@ -450,21 +454,24 @@ def print_by_model(rows: list[dict]) -> None:
     """Where each run's requests and cost went, per kind of step and model (the contextual
     mode: exploration, the fallback that serves one model while no price reaches the
     target, the plan), mean per run: steps, their satisfaction and their cost as a multiple
-    of the static mixture's cost per request over the stream. Models a kind served on fewer
-    than 0.5 steps a run are left out."""
+    of the static mixture's cost per request over the stream, then the steps and their
+    satisfaction in the stream's first tenth alone (where the router learns which model is
+    best: ``--timeline``). Models a kind served on fewer than 0.5 steps a run are left out."""
     for r in rows:
         if r["kinds"] is None:
             continue
         n = r["requests"]
         print_run_heading("steps by kind and model", r)
-        print("| kind | model | accuracy | cost a request | steps | satisfied | cost / static mixture |")
-        print("|---|---|---|---|---|---|---|")
+        print("| kind | model | accuracy | cost a request | steps | satisfied | cost / static mixture "
+              "| in the first tenth: steps, satisfied |")
+        print("|---|---|---|---|---|---|---|---|")
         for k, kind in enumerate(("exploration", "fallback", "plan")):
             for m in range(len(r["models"])):
-                steps, good, spent = r["kinds"][k, m]
+                steps, good, spent, early, early_good = r["kinds"][k, m]
                 if steps >= 0.5:
+                    first = f"{early:.1f}, {100 * early_good / early:.1f}%" if early > 0 else "0"
                     print(f"| {kind} | {r['models'][m]} | {100 * r['accuracy'][m]:.1f}% | {r['unit'][m]:.2f}x | "
-                          f"{steps:.1f} | {100 * good / steps:.1f}% | {spent / n / r['mix']:.3f}x |")
+                          f"{steps:.1f} | {100 * good / steps:.1f}% | {spent / n / r['mix']:.3f}x | {first} |")
 
 
 def print_timeline(rows: list[dict]) -> None:

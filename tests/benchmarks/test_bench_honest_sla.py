@@ -227,13 +227,16 @@ def test_a_run_reports_its_most_accurate_models_fate_and_routes_as_one_simulatio
     by_fallback = np.array(capped) & ~a["explored"]
     assert by_fallback.any() and (a["model"][by_fallback] != best).any()
     assert misled == float(np.mean(by_fallback & (a["model"] != best)))
-    # each step by kind (exploration, fallback, plan) and model: steps, satisfied, cost
+    # each step by kind (exploration, fallback, plan) and model: steps, satisfied, cost, and
+    # the steps and satisfied steps of the first tenth
     explored = a["explored"].astype(bool)
+    first = np.arange(data.n_requests) < len(np.array_split(np.arange(data.n_requests), bench.TENTHS)[0])
     for k, mask in enumerate((explored, by_fallback, ~explored & ~np.array(capped))):
         for m in range(data.n_models):
             at = mask & (a["model"] == m)
-            assert kinds[k, m] == pytest.approx((at.sum(), a["satisfied"][at].sum(), a["cost"][at].sum()))
-    assert kinds[..., 0].sum() == data.n_requests
+            assert kinds[k, m] == pytest.approx((at.sum(), a["satisfied"][at].sum(), a["cost"][at].sum(),
+                                                 (at & first).sum(), a["satisfied"][at & first].sum()))
+    assert kinds[..., 0].sum() == data.n_requests and kinds[..., 3].sum() == first.sum()
     # by tenths of the stream: the fallback's and exploration's shares, satisfaction, cost
     for k, part in enumerate(np.array_split(np.arange(data.n_requests), bench.TENTHS)):
         assert timeline[k] == pytest.approx((by_fallback[part].mean(), explored[part].mean(),
@@ -340,10 +343,11 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     demo = bench.build_streams(["demo"])[0][1]
     n = demo.n_requests
     mix = static_mixture_lp(demo.solved.mean(0), demo.costs.mean(0), 0.8)[1]
-    kinds = np.zeros((3, 4, 3))
-    kinds[1, 3] = (600.0, 480.0, 600.0 * 2 * mix)  # the fallback: 600 steps of model 3 at 2x, 80% satisfied
-    kinds[2, 0] = (n - 600.4, 0.5 * (n - 600.4), 0.1 * mix * (n - 600.4))
-    kinds[0, 1] = (0.3, 0.3, 0.3 * mix)  # under half a step a run (0.45 in the mean): left out
+    kinds = np.zeros((3, 4, 5))
+    # the fallback: 600 steps of model 3 at 2x, 80% satisfied; 200 of them in the first tenth, 75%
+    kinds[1, 3] = (600.0, 480.0, 600.0 * 2 * mix, 200.0, 150.0)
+    kinds[2, 0] = (n - 600.4, 0.5 * (n - 600.4), 0.1 * mix * (n - 600.4), 0.0, 0.0)  # none in the first tenth
+    kinds[0, 1] = (0.3, 0.3, 0.3 * mix, 0.3, 0.3)  # under half a step a run (0.45 in the mean): left out
     run = (0.85, 1.0 * mix, 1.0, 0.0, 0.82, None, (0.7, None), 0.84, SPEND)
     fake = {s: run + (kinds * (1 + s), None) for s in range(2)}
     _main_on_fakes(bench, monkeypatch, fake, "--by-model")
@@ -355,8 +359,9 @@ def test_by_model_prints_each_kind_of_steps_models_with_their_share_of_the_cost(
     acc = 100 * demo.solved.mean(0)[3]
     unit = demo.costs.mean(0)[3] / mix
     # the mean of the two runs (1x and 2x the kinds): 900 steps, 80% satisfied, 900 * 2 / n of the mixture
-    assert rows[0] == f"| fallback | {big} | {acc:.1f}% | {unit:.2f}x | 900.0 | 80.0% | {900 * 2 / n:.3f}x |"
-    assert len(rows) == 2 and rows[1].startswith(f"| plan | {demo.models[0]} |")
+    assert rows[0] == (f"| fallback | {big} | {acc:.1f}% | {unit:.2f}x | 900.0 | 80.0% | {900 * 2 / n:.3f}x "
+                       "| 300.0, 75.0% |")
+    assert len(rows) == 2 and rows[1].startswith(f"| plan | {demo.models[0]} |") and rows[1].endswith("| 0 |")
     _main_on_fakes(bench, monkeypatch, {s: run + (None, None) for s in range(2)}, "--by-model")
     assert "steps by kind" not in capsys.readouterr().out
 
