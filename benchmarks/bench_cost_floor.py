@@ -126,19 +126,20 @@ def router_runs(data, X, alpha: float, seeds,
             capped[t] = policy.lam >= PRICE_CAP  # the price this step's choice used
         cert = policy.cert
         margins.append(cert.width(cert.var) / cert.t)
-        costs.append(float(sim.arrays()["cost"].mean()))
+        a = sim.arrays()
+        costs.append(float(a["cost"].mean()))
         splits.append(cost_split(data, X, sim, seen, capped, judge, seed))
-        blind.append(blind_steps(sim, seen, capped))
+        blind.append(blind_steps(a, seen, capped))
     pairs = tuple(np.concatenate(part) for part in zip(*blind))
     return float(np.mean(margins)), float(np.mean(costs)), np.array(splits), pairs
 
 
-def blind_steps(sim: Simulation, seen: np.ndarray, capped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def blind_steps(a: dict, seen: np.ndarray, capped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(prediction, outcome)`` of one run's request-blind steps (exploration, and the
-    fallback's one model for every request): the served model's prediction as the text model
-    stood at the step, which did not choose the step, so the pairs read the online text
-    model's calibration without the plan's selection (:func:`calibration_row`)."""
-    a = sim.arrays()
+    fallback's one model for every request; ``a``: the run's ``Simulation.arrays()``): the
+    served model's prediction as the text model stood at the step, which did not choose the
+    step, so the pairs read the online text model's calibration without the plan's
+    selection (:func:`calibration_row`)."""
     blind = a["explored"].astype(bool) | capped
     p = seen[np.arange(len(seen)), a["model"]]
     return p[blind], a["satisfied"][blind].astype(np.float64)

@@ -326,7 +326,6 @@ def get_encoder(spec: str = DEFAULT_ENCODER, allow_download: bool = False, trace
                               layers=layers)
 
 
-
 def transformer_cache_id(spec: str, source: str | Path) -> str:
     """A transformer encoder's cache id from its spec and weights folder alone (the files'
     names and sizes, and its config), so that :class:`LazyEncoder` names the cache without
@@ -343,6 +342,7 @@ def transformer_cache_id(spec: str, source: str | Path) -> str:
             h.update(cfg.read_bytes())
     safe = "".join(c if c.isalnum() else "_" for c in spec)[-40:]
     return f"{safe}-{h.hexdigest()[:12]}-mean-v1"
+
 
 class LazyEncoder:
     """An encoder's spec, width and cache id without loading its weights.
