@@ -16,6 +16,7 @@ cannot, and save with an LLM judge? (issue 19; docs/RESULTS.md shows this output
     python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --judge-budget 0.25   # a cheaper judge budget
     python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --delay 50   # thumbs 50 requests late
     python benchmarks/bench_honest_sla.py --scenarios demo llama --modes contextual --timeline   # the stream by tenths
+    python benchmarks/bench_honest_sla.py --modes contextual --bound-check   # the bound against the truth
     python benchmarks/bench_honest_sla.py --scenarios unseen --judge-only --judge-all   # a judge on zoos too
 
 Per scenario the paper, guarded and contextual modes run side by side on the same 20
@@ -100,6 +101,12 @@ requests the fallback served (no price reached the target), the share explored, 
 satisfaction, and their cost over the static mixture's, mean over the runs: how long the
 router learns before its plan serves, and what a request costs once it does.
 
+``--bound-check`` ends with the contextual rows' bound held to its claim on streams whose
+truth the simulation knows: each run's estimate less its true satisfaction at the window's
+end (unbiased: a mean near 0), the standard deviation of that error over the runs (with
+its 95% interval) against the one the bound's width claims (the width over ``z``), and the
+runs whose truth fell below their own bound (the claim: at most ``delta`` of them).
+
 ``--dearest K`` lists each stream's K dearest runs: the model that took most of the run's
 cost (its cost per request and share of requests), and what became of the models the
 static mixture serves (their share of requests; in the contextual mode, the share of the
@@ -114,8 +121,10 @@ import math
 import sys
 import time
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
+from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -327,7 +336,8 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
         first = [r[5] for r in res]
         missed = sat < alpha
         cleared = np.isfinite(lcb) & (lcb >= alpha)
-        width = np.array([r[7] for r in res]) - lcb  # the bound's width at the window's end
+        est = np.array([r[7] for r in res])
+        width = est - lcb  # the bound's width at the window's end
         rows.append(dict(
             scenario=name + judge_label(judge, judge_budget, judge_calibrate) + delay_label(delay),
             mode=m, alpha=alpha, n=len(res), met=int((~missed).sum()),
@@ -347,8 +357,21 @@ def run(name: str, data: RoutingData, X: np.ndarray, alpha: float, seeds, modes,
             kinds=None if res[0][9] is None else np.mean([r[9] for r in res], axis=0),
             timeline=None if res[0][10] is None else np.mean([r[10] for r in res], axis=0),
             accuracy=data.solved.mean(0), mix=mix, requests=data.n_requests,
-            unit=data.costs.mean(0) / mix))
+            unit=data.costs.mean(0) / mix,
+            bound=bound_claim(alpha, settings or {}, est - sat, width, sat < lcb) if m == "contextual" else None))
     return rows
+
+
+def bound_claim(alpha: float, settings: dict, error: np.ndarray, width: np.ndarray, below: np.ndarray) -> dict:
+    """What a contextual row's bound claims against what its runs show (``--bound-check``):
+    each run's estimate less its true satisfaction at the window's end, the bound's width,
+    whether the truth fell below the bound, and the claim (its confidence, and its ``z``
+    where it is a fixed-horizon normal bound: the width over ``z`` is the standard deviation
+    it claims for the estimate's error)."""
+    cfg = RouterConfig(alpha=alpha, mode="contextual").with_settings(**settings).settings
+    z = NormalDist().inv_cdf(1.0 - cfg.delta) if cfg.guarantee == "window" else math.nan
+    return dict(error=np.asarray(error, float), width=np.asarray(width, float), below=np.asarray(below, bool),
+                confidence=1.0 - cfg.delta, z=z)
 
 
 def print_rows(rows: list[dict]) -> None:
@@ -559,6 +582,45 @@ def print_scorecard(rows: list[dict]) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+def sd_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Standard deviation of ``x`` over the runs and its ``level`` interval (chi-square,
+    as for normal errors): 20 runs pin a standard deviation down to about -24% / +46%."""
+    n = len(x)
+    sd = float(np.std(x, ddof=1))
+    lo, hi = chi2.ppf([(1 + level) / 2, (1 - level) / 2], n - 1)
+    return sd, sd * math.sqrt((n - 1) / lo), sd * math.sqrt((n - 1) / hi)
+
+
+def print_bound_check(rows: list[dict]) -> None:
+    """``--bound-check``: the contextual rows' bound held to its claim on streams whose
+    truth the simulation knows."""
+    rows = [r for r in rows if r.get("bound") is not None and len(r["bound"]["error"]) > 1]
+    if not rows:
+        return
+    conf = {r["bound"]["confidence"] for r in rows}
+    print("\nThe bound against the truth, contextual mode: at the window's end, each run's estimate less its true "
+          "satisfaction (points), its mean and standard deviation over the runs (with its 95% interval), "
+          "the standard deviation the bound claims (its width over z), and the runs whose truth fell below "
+          "their own bound (the claim: at most " + " / ".join(f"{100 * (1 - c):g}%" for c in sorted(conf)) + ")\n")
+    print("| stream | runs | estimate less truth: mean | its sd over the runs (95% interval) | sd the bound claims "
+          "| claimed over measured | runs below their own bound |")
+    print("|---|---|---|---|---|---|---|")
+    below = runs = 0
+    for r in rows:
+        b = r["bound"]
+        sd, lo, hi = sd_interval(100 * b["error"])
+        claimed = 100 * float(np.mean(b["width"])) / b["z"]
+        ratio = f"{claimed / sd:.2f}" if math.isfinite(claimed) and sd > 0 else "–"
+        claim = f"{claimed:.2f}" if math.isfinite(claimed) else "– (anytime)"
+        n_below = int(b["below"].sum())
+        below, runs = below + n_below, runs + len(b["below"])
+        print(f"| {r['scenario']} | {len(b['error'])} | {100 * float(np.mean(b['error'])):+.2f} | "
+              f"{sd:.2f} ({lo:.2f}-{hi:.2f}) | {claim} | {ratio} | {n_below} |")
+    lo, hi = met_rate_interval(below, runs)
+    print(f"\nall streams: {below} of {runs} runs below their own bound ({100 * below / runs:.1f}%; "
+          f"95% interval {100 * lo:.1f}% to {100 * hi:.1f}%)")
+
+
 def break_even_interval(plain: dict, judged: dict, level: float = 0.95) -> tuple[float, float, float, int]:
     """``(price, low, high, seeds)``: the judge price per call at which fill-in stops paying
     and its ``level`` interval over the seeds both rows ran. Each seed pairs the same
@@ -741,6 +803,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeline", action="store_true",
                     help="after each table, the contextual mode's runs by tenths of the stream (fallback and "
                          "exploration shares, satisfaction, cost)")
+    ap.add_argument("--bound-check", action="store_true",
+                    help="at the end, the contextual rows' bound against the truth: the estimate's error at the "
+                         "window's end over the runs, the error the bound's width claims, and the runs below it")
     ap.add_argument("--judge-only", action="store_true",
                     help="only the rows with judge fill-in (the streams that have one; no break-even, "
                          "which needs the rows without it)")
@@ -831,6 +896,8 @@ def main(argv=None) -> int:
         for rows, jrows in judge_rows:
             break_even(rows, jrows)
     print_scorecard(all_rows)
+    if args.bound_check:
+        print_bound_check(all_rows)
     if changes:
         print_changes(changes, against)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")

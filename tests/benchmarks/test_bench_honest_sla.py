@@ -540,3 +540,33 @@ def test_against_runs_the_base_and_the_change_on_the_same_seeds(bench, capsys, m
     rows = [line for line in table.splitlines() if line.startswith("| demo (mixed)")]
     assert [r.split(" | ")[0] for r in rows] == ["| demo (mixed)", "| demo (mixed) + judge"]
     assert all(r.endswith(("line |", "noise |")) for r in rows)
+
+
+@pytest.mark.parametrize("settings, claimed, ratio", [([], "1.00", "0.76"), (["--set", "delta=0.1"], "1.28", "0.97"),
+                                                      (["--set", "guarantee=anytime"], "– (anytime)", "–")])
+def test_bound_check_holds_each_bound_to_its_own_claim(bench, capsys, monkeypatch, settings, claimed, ratio):
+    # the estimate ends at 82% with a width of 1.6449 points (a claimed sd of 1 point at
+    # 95%); the truth is 2, -1, 0.5 and -0.5 points off it, and seed 0 falls below its bound
+    truth = {0: 0.80, 1: 0.83, 2: 0.815, 3: 0.825}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
+                        (truth[seed], 1.0, 1.0, 0.0, 0.82 - 0.016449, None, (0.5, None), 0.82, SPEND, None, None))
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "4", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1",
+                       "--bound-check", *settings]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("The bound against the truth"):]
+    rows = [line for line in table.splitlines() if line.startswith("| demo (mixed)")]
+    assert len(rows) == 2  # without and with the judge
+    sd, lo, hi = bench.sd_interval(np.array([2.0, -1.0, 0.5, -0.5]))
+    assert sd == pytest.approx(np.sqrt(1.75))
+    assert rows[0] == f"| demo (mixed) | 4 | +0.25 | {sd:.2f} ({lo:.2f}-{hi:.2f}) | {claimed} | {ratio} | 1 |"
+    assert "all streams: 2 of 8 runs below their own bound (25.0%" in table
+    assert out.count("The bound against the truth") == 1  # once, after every stream
+
+
+def test_without_bound_check_no_bound_table_is_printed(bench, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
+                        (0.85, 1.0, 1.0, 0.0, 0.82, None, (0.5, None), 0.84, SPEND, None, None))
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
+    assert "The bound against the truth" not in capsys.readouterr().out
