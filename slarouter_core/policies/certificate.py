@@ -14,6 +14,12 @@ unbiased however wrong the text model or the judge is (a judge 7 points too hars
 ``g`` worse, never the estimate biased; Angelopoulos et al., Science 2023). Each step adds
 ``(1 - phi) / phi * E[(y - g)^2]`` to its variance, estimated from the labelled steps'
 residuals, separately for judged and unjudged steps (a good judge shrinks the first).
+That is ``variance="running"``: each step is priced, as it is accounted, at the mean of all
+residuals so far. ``variance="labelled"`` sums instead each thumbed step's own
+``(1 - phi) / phi^2 (y - g)^2``, the Horvitz-Thompson estimate of the window's
+``sum_t (1 - phi) / phi (y_t - g_t)^2`` (unbiased however the residuals change), and
+projects the steps to come from the newest residuals: a text model that learns makes
+its later residuals smaller than the mean of all, which the running one overstates.
 
 The rectification holds only if ``g_t`` is the prediction the step would have had without
 its thumbs, so whether a step goes to the judge must not depend on whether it was rated:
@@ -54,6 +60,11 @@ from .schedule import label_share
 
 #: calibration pairs kept (the newest); a refit when their count grew by a quarter
 MAX_PAIRS = 20_000
+#: how the bound's variance is estimated (``Certificate(variance=...)``)
+VARIANCES = ("running", "labelled")
+#: ``variance="labelled"``: the number of newest residuals the projection of the steps to
+#: come mostly reads (each older one fades by ``1 - 1 / RECENT_RESIDUALS``)
+RECENT_RESIDUALS = 256
 #: anytime mode's mixture scale, in variance units of the satisfied count (the boundary is
 #: tightest near V = rho; fixed in advance, as its validity requires)
 RHO = 250.0
@@ -84,7 +95,10 @@ class Certificate:
     """The running estimate, its variance and the bound (see the module docstring)."""
 
     def __init__(self, alpha: float, delta: float, guarantee: str, window: int, rectify: bool = True,
-                 bank: float = 1.0):
+                 bank: float = 1.0, variance: str = "running"):
+        if variance not in VARIANCES:
+            raise ValueError(f"variance must be one of {VARIANCES}, got {variance!r}")
+        self.variance = variance
         self.bank = float(bank)  # share of the window by which the final margin is to be banked
         self.rectify = bool(rectify)  # False: trust the predictions (the ablation of the thumbs' correction)
         self.alpha = float(alpha)
@@ -115,6 +129,9 @@ class Certificate:
         self.rect_all = 0.0
         self.r2 = np.zeros(2)
         self.r2_n = np.zeros(2)
+        # the same residuals, the older ones fading (``variance="labelled"``'s projection)
+        self.r2_recent = np.zeros(2)
+        self.r2_recent_n = np.zeros(2)
         self.pairs_buf = np.zeros((MAX_PAIRS, 3))  # (logit p, verdict, thumbs), a ring
         self.pairs_n = 0
         self.calib: np.ndarray | None = None
@@ -150,6 +167,23 @@ class Certificate:
             k = 0
         return float((self.r2[k] + 0.25) / (self.r2_n[k] + 1.0))
 
+    def recent_residual_var(self, judged: bool) -> float:
+        """``residual_var`` over the newest residuals (each older one fading by
+        ``1 - 1 / RECENT_RESIDUALS``): the text model learns, so the residuals of the steps
+        to come are nearer the latest than the mean of all."""
+        k = int(judged)
+        if judged and self.r2_n[1] < 8:
+            k = 0
+        return float((self.r2_recent[k] + 0.25) / (self.r2_recent_n[k] + 1.0))
+
+    def _residual(self, k: int, sq: float) -> None:
+        """One squared residual of kind ``k`` (0: unjudged, 1: judged)."""
+        self.r2[k] += sq
+        self.r2_n[k] += 1
+        fade = 1.0 - 1.0 / RECENT_RESIDUALS
+        self.r2_recent[k] = fade * self.r2_recent[k] + sq
+        self.r2_recent_n[k] = fade * self.r2_recent_n[k] + 1.0
+
     @property
     def judge_share(self) -> float:
         """Share of the steps accounted without thumbs that a judge read (1 before there is
@@ -160,7 +194,8 @@ class Certificate:
         """Variance one upcoming step adds (at the judge's share of the steps)."""
         phi = self.phi
         share = self.judge_share if self.judged else 0.0
-        r2 = share * self.residual_var(True) + (1 - share) * self.residual_var(False)
+        rv = self.recent_residual_var if self.variance == "labelled" else self.residual_var
+        r2 = share * rv(True) + (1 - share) * rv(False)
         return (1.0 - phi) / phi * r2
 
     def account(self, p: float, judge: float | None, feedback: float | None) -> tuple[float, float]:
@@ -169,7 +204,10 @@ class Certificate:
             self.new_window()
         g = self.value(p, judge)
         phi = self.phi
-        self.var += (1.0 - phi) / phi * self.residual_var(judge is not None)
+        if self.variance == "running":
+            self.var += (1.0 - phi) / phi * self.residual_var(judge is not None)
+        elif feedback is not None:
+            self.var += (1.0 - phi) / phi ** 2 * (feedback - g) ** 2
         s = g
         if feedback is not None:
             s = g + (feedback - g) / phi if self.rectify else feedback
@@ -196,6 +234,8 @@ class Certificate:
         self.rect_all += ds
         if self._closed(age):
             ds = 0.0  # its window is closed: its thumbs teach, they do not count here
+        elif self.variance == "labelled":
+            self.var += (1.0 - phi) / phi ** 2 * (feedback - g) ** 2
         self.dr += ds
         self.thumbs += 1
         self.delay_sum += age
@@ -210,7 +250,8 @@ class Certificate:
         phi = self.phi
         if not self._closed(age):
             self.dr += g_new - g
-            self.var += (1.0 - phi) / phi * (self.residual_var(True) - self.residual_var(False))
+            if self.variance == "running":
+                self.var += (1.0 - phi) / phi * (self.residual_var(True) - self.residual_var(False))
         self.judged += 1
         self.open_judged += 1
         return g_new
@@ -219,22 +260,18 @@ class Certificate:
         """A rated step's residuals (``g``: its prediction with the judge's verdict where there
         is one) and calibration pair. While the judge reads only some steps, a rated one it
         read also measures the text model's own residual, which the unjudged ones need."""
-        k = int(judge is not None)
-        self.r2[k] += (y - g) ** 2
-        self.r2_n[k] += 1
+        self._residual(int(judge is not None), (y - g) ** 2)
         if judge is None:
             return
         if self.judge_share < 1.0:
-            self.r2[0] += (y - float(p)) ** 2
-            self.r2_n[0] += 1
+            self._residual(0, (y - float(p)) ** 2)
         self._pair(p, judge, y)
 
     def calibrate(self, p: float, judge: float, y: float) -> None:
         """A verdict on a rated step's answer read only to calibrate the judge (the step kept
         the text model's prediction ``p``): a calibration pair, and a sample of the judged
         steps' residual, since the judge read it whatever its thumbs say."""
-        self.r2[1] += (y - self.value(p, judge)) ** 2
-        self.r2_n[1] += 1
+        self._residual(1, (y - self.value(p, judge)) ** 2)
         self._pair(p, judge, y)
 
     def _pair(self, p: float, judge: float, y: float) -> None:
@@ -275,9 +312,13 @@ class Certificate:
         return self.dr + k * self.rect_all / self._due() if k else self.dr
 
     def count_var(self) -> float:
-        """The count's variance: the steps', plus that of the pending steps' correction."""
+        """The count's variance: the steps', plus that of the pending steps' correction (and,
+        where the variance is read off the labelled steps, that of their own thumbs to come)."""
         k = self.pending()
-        return self.var + k * k * self.step_var() / self._due() if k else self.var
+        if not k:
+            return self.var
+        own = k * self.step_var() if self.variance == "labelled" else 0.0
+        return self.var + own + k * k * self.step_var() / self._due()
 
     def new_window(self) -> None:
         """The next SLA window: its estimate, variance and warnings start afresh (a warning of
@@ -312,7 +353,7 @@ class Certificate:
         """Window mode: the bound's width expected at the window's end, in requests
         (memoised on what it is computed from: a step reads it three or four times)."""
         key = (self.var, self.t, self.window, self.steps, self.thumbs, self.judged, self.delay_sum,
-               self.r2.tobytes(), self.r2_n.tobytes())
+               self.r2.tobytes(), self.r2_n.tobytes(), self.r2_recent.tobytes())
         if self._margin is None or self._margin[0] != key:
             self._margin = (key, self.width(self.count_var() + self.remaining() * self.step_var()))
         return self._margin[1]
@@ -417,6 +458,7 @@ class Certificate:
         meta["delay_sum"] = repr(float(self.delay_sum))
         meta["rect_all"] = repr(float(self.rect_all))
         arrays = {"certificate.r2": self.r2.copy(), "certificate.r2_n": self.r2_n.copy(),
+                  "certificate.r2_recent": self.r2_recent.copy(), "certificate.r2_recent_n": self.r2_recent_n.copy(),
                   "certificate.pairs": np.ascontiguousarray(self.pairs)}
         if self.calib is not None:
             arrays["certificate.calib"] = self.calib.copy()
@@ -448,6 +490,12 @@ class Certificate:
             raise ValueError("certificate state rect_all is not finite")
         for k in ("r2", "r2_n"):
             a = np.array(arrays[f"certificate.{k}"], np.float64).reshape(2)
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"certificate state {k} is not finite")
+            setattr(self, k, a)
+        # checkpoints before the newest residuals were kept: all of them, none faded
+        for k, all_ in (("r2_recent", "r2"), ("r2_recent_n", "r2_n")):
+            a = np.array(arrays.get(f"certificate.{k}", getattr(self, all_)), np.float64).reshape(2)
             if not np.all(np.isfinite(a)):
                 raise ValueError(f"certificate state {k} is not finite")
             setattr(self, k, a)
