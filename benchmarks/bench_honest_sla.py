@@ -105,7 +105,8 @@ router learns before its plan serves, and what a request costs once it does.
 truth the simulation knows: each run's estimate less its true satisfaction at the window's
 end (unbiased: a mean near 0), the standard deviation of that error over the runs (with
 its 95% interval) against the one the bound's width claims (the width over ``z``), and the
-runs whose truth fell below their own bound (the claim: at most ``delta`` of them).
+runs whose truth fell below their own bound (the claim: at most ``delta`` of them); with
+``--against``, the changed rows too, each held to its own claim.
 
 ``--dearest K`` lists each stream's K dearest runs: the model that took most of the run's
 cost (its cost per request and share of requests), and what became of the models the
@@ -591,14 +592,15 @@ def sd_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float
     return sd, sd * math.sqrt((n - 1) / lo), sd * math.sqrt((n - 1) / hi)
 
 
-def print_bound_check(rows: list[dict]) -> None:
+def print_bound_check(rows: list[dict], settings: dict | None = None) -> None:
     """``--bound-check``: the contextual rows' bound held to its claim on streams whose
-    truth the simulation knows."""
+    truth the simulation knows (``settings``: the change ``--against`` made to them)."""
     rows = [r for r in rows if r.get("bound") is not None and len(r["bound"]["error"]) > 1]
     if not rows:
         return
     conf = {r["bound"]["confidence"] for r in rows}
-    print("\nThe bound against the truth, contextual mode: at the window's end, each run's estimate less its true "
+    mode = f"contextual mode with {settings}" if settings else "contextual mode"
+    print(f"\nThe bound against the truth, {mode}: at the window's end, each run's estimate less its true "
           "satisfaction (points), its mean and standard deviation over the runs (with its 95% interval), "
           "the standard deviation the bound claims (its width over z), and the runs whose truth fell below "
           "their own bound (the claim: at most " + " / ".join(f"{100 * (1 - c):g}%" for c in sorted(conf)) + ")\n")
@@ -898,6 +900,8 @@ def main(argv=None) -> int:
     print_scorecard(all_rows)
     if args.bound_check:
         print_bound_check(all_rows)
+        if changes:
+            print_bound_check([changed for _, changed, _ in changes], against)
     if changes:
         print_changes(changes, against)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")

@@ -570,3 +570,19 @@ def test_without_bound_check_no_bound_table_is_printed(bench, capsys, monkeypatc
     monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
     assert bench.main(["--seeds", "2", "--scenarios", "demo", "--modes", "contextual", "--jobs", "1"]) == 0
     assert "The bound against the truth" not in capsys.readouterr().out
+
+
+def test_bound_check_with_against_holds_the_changed_rows_to_their_own_claim(bench, capsys, monkeypatch):
+    truth = {0: 0.80, 1: 0.83, 2: 0.815, 3: 0.825}
+    monkeypatch.setattr(bench, "one_run", lambda data, X, mode, alpha, seed, *rest:
+                        (truth[seed], 1.0, 1.0, 0.0, 0.82 - 0.016449, None, (0.5, None), 0.82, SPEND, None, None))
+    monkeypatch.setattr(bench, "midpoint_alpha", lambda data: 0.8)
+    assert bench.main(["--seeds", "4", "--scenarios", "demo", "--jobs", "1", "--bound-check",
+                       "--against", "delta=0.1"]) == 0
+    out = capsys.readouterr().out
+    base = out[out.index("The bound against the truth, contextual mode:"):]
+    changed = out[out.index("The bound against the truth, contextual mode with {'delta': 0.1}:"):]
+    assert "(the claim: at most 10%)" in changed.splitlines()[0]
+    first = [line for line in base.splitlines() if line.startswith("| demo (mixed) |")][0]
+    again = [line for line in changed.splitlines() if line.startswith("| demo (mixed) |")][0]
+    assert "| 1.00 | 0.76 |" in first and "| 1.28 | 0.97 |" in again  # each at its own z
