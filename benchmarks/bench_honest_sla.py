@@ -858,8 +858,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     encoder = "" if args.encoder == DEFAULT_ENCODER else f", encoder {args.encoder}"
     which = f", seeds {seeds[0]}-{seeds[-1]}" if args.first_seed else ""
+    settings_said = "defaults only" if not ablation else "the contextual settings above"
     print(f"seeds={args.seeds}{which} (met = {seeds_needed(args.seeds)}/{args.seeds}), feedback rate 0.2, "
-          f"defaults only{encoder}")
+          f"{settings_said}{encoder}")
     streams = build_streams(args.scenarios, ablation, args.stated_weight)
     judge_rows, all_rows, changes = [], [], []
     if args.judge_all:

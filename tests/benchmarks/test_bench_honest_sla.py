@@ -99,7 +99,9 @@ def test_set_changes_the_contextual_routers_settings_and_refuses_bad_ones(bench,
     assert bench.main(["--set", "c_shared=1", "--set", "delta=0.1", "--seeds", "1", "--scenarios", "demo",
                        "--jobs", "1"]) == 0
     assert seen and all(s == ("contextual", {"c_shared": 1, "delta": 0.1}) for s in seen)
-    assert "its settings changed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "its settings changed" in out
+    assert "the contextual settings above" in out and "defaults only" not in out  # the heading says which
 
 
 def test_judge_only_runs_the_judge_rows_alone_and_judge_all_gives_every_stream_one(bench, capsys, monkeypatch):
