@@ -594,7 +594,8 @@ def sd_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float
 
 def print_bound_check(rows: list[dict], settings: dict | None = None) -> None:
     """``--bound-check``: the contextual rows' bound held to its claim on streams whose
-    truth the simulation knows (``settings``: the change ``--against`` made to them)."""
+    truth the simulation knows (``settings``: what ``--set``, ``--ablate`` or ``--against``
+    changed of the defaults, named in the heading)."""
     rows = [r for r in rows if r.get("bound") is not None and len(r["bound"]["error"]) > 1]
     if not rows:
         return
@@ -900,9 +901,9 @@ def main(argv=None) -> int:
             break_even(rows, jrows)
     print_scorecard(all_rows)
     if args.bound_check:
-        print_bound_check(all_rows)
+        print_bound_check(all_rows, ablation or None)
         if changes:
-            print_bound_check([changed for _, changed, _ in changes], against)
+            print_bound_check([changed for _, changed, _ in changes], {**ablation, **against})
     if changes:
         print_changes(changes, against)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")

@@ -557,6 +557,8 @@ def test_bound_check_holds_each_bound_to_its_own_claim(bench, capsys, monkeypatc
                        "--bound-check", *settings]) == 0
     out = capsys.readouterr().out
     table = out[out.index("The bound against the truth"):]
+    named = f"contextual mode with {{'{settings[1].split('=')[0]}': " if settings else "contextual mode:"
+    assert table.splitlines()[0].startswith(f"The bound against the truth, {named}")  # what it holds to the truth
     rows = [line for line in table.splitlines() if line.startswith("| demo (mixed)")]
     assert len(rows) == 2  # without and with the judge
     sd, lo, hi = bench.sd_interval(np.array([2.0, -1.0, 0.5, -0.5]))
