@@ -161,20 +161,15 @@ class Certificate:
         z = float(self.calib @ np.array([1.0, _logit(p), judge]))
         return 1.0 / (1.0 + math.exp(-z))
 
-    def residual_var(self, judged: bool) -> float:
+    def residual_var(self, judged: bool, recent: bool = False) -> float:
+        """Mean squared residual of the judged or unjudged steps; ``recent``: over the newest
+        (each older one fading by ``1 - 1 / RECENT_RESIDUALS``), since a text model that
+        learns leaves the steps to come nearer its latest residuals than the mean of all."""
         k = int(judged)
         if judged and self.r2_n[1] < 8:  # too few judged residuals: the unjudged ones
             k = 0
-        return float((self.r2[k] + 0.25) / (self.r2_n[k] + 1.0))
-
-    def recent_residual_var(self, judged: bool) -> float:
-        """``residual_var`` over the newest residuals (each older one fading by
-        ``1 - 1 / RECENT_RESIDUALS``): the text model learns, so the residuals of the steps
-        to come are nearer the latest than the mean of all."""
-        k = int(judged)
-        if judged and self.r2_n[1] < 8:
-            k = 0
-        return float((self.r2_recent[k] + 0.25) / (self.r2_recent_n[k] + 1.0))
+        sq, n = (self.r2_recent, self.r2_recent_n) if recent else (self.r2, self.r2_n)
+        return float((sq[k] + 0.25) / (n[k] + 1.0))
 
     def _residual(self, k: int, sq: float) -> None:
         """One squared residual of kind ``k`` (0: unjudged, 1: judged)."""
@@ -194,8 +189,8 @@ class Certificate:
         """Variance one upcoming step adds (at the judge's share of the steps)."""
         phi = self.phi
         share = self.judge_share if self.judged else 0.0
-        rv = self.recent_residual_var if self.variance == "labelled" else self.residual_var
-        r2 = share * rv(True) + (1 - share) * rv(False)
+        recent = self.variance == "labelled"
+        r2 = share * self.residual_var(True, recent) + (1 - share) * self.residual_var(False, recent)
         return (1.0 - phi) / phi * r2
 
     def account(self, p: float, judge: float | None, feedback: float | None) -> tuple[float, float]:

@@ -879,14 +879,14 @@ def test_the_labelled_variance_covers_with_a_judge_on_a_share_and_late_thumbs(bu
 def test_the_newest_residuals_survive_a_checkpoint_and_an_older_one_reads_all_of_them():
     cert = Certificate(0.7, 0.05, "window", 3000, variance="labelled")
     learning_run(cert, 2, 1500)
-    assert cert.recent_residual_var(False) < 0.9 * cert.residual_var(False)  # the model learned
+    assert cert.residual_var(False, recent=True) < 0.9 * cert.residual_var(False)  # the model learned
     meta, arrays = cert.state_dict()
     again = Certificate(0.7, 0.05, "window", 3000, variance="labelled")
     again.load_state(meta, arrays)
     assert again.final_margin() == cert.final_margin() and again.lower_bound() == cert.lower_bound()
     older = Certificate(0.7, 0.05, "window", 3000, variance="labelled")
     older.load_state(meta, {k: v for k, v in arrays.items() if "recent" not in k})
-    assert older.recent_residual_var(False) == cert.residual_var(False)
+    assert older.residual_var(False, recent=True) == cert.residual_var(False)
     with pytest.raises(ValueError, match="r2_recent is not finite"):
         Certificate(0.7, 0.05, "window", 3000).load_state(
             meta, {**arrays, "certificate.r2_recent": np.array([np.nan, 0.0])})
