@@ -768,8 +768,7 @@ class ContextualPolicy(Policy):
         for the rest of a stream (57.2% against alpha 65.0%), and would write off a model on
         its first thumbs down against a leader at 73% (docs/STUDIES.md, "Contenders by the
         exact posterior")."""
-        mean, size = self.blind_posterior()
-        return beta_dist.ppf(0.95, mean * size, (1.0 - mean) * size) >= mean.max()
+        return beta_contenders(*self.blind_posterior())
 
     def explore_weight(self, m: int, level: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         """Share of model ``m``'s exploration draws that are kept: 1 for a model no dearer
@@ -1328,6 +1327,15 @@ class TextRefit:
                                           prior=self.prior if cfg.level_prior else None)
         a, b = self.prior
         return np.log((self.pos + a) / (self.cnt - self.pos + b))
+
+
+def beta_contenders(mean: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The contenders test on Beta posteriors (``mean``, ``size``: each model's mean and
+    total count): the exact 95% quantile reaches the best mean. It trusts the leader's
+    mean as it stands, so a model level with its leader fails it on one thumbs down
+    whenever the leader reads above 1 - sqrt(0.05) = 77.6% (``benchmarks/bench_contenders.py``
+    prices how often that writes off a model as good as its leader)."""
+    return beta_dist.ppf(0.95, mean * size, (1.0 - mean) * size) >= mean.max()
 
 
 def _label_slot(rest: list, lab_n: int) -> int | None:
