@@ -3,6 +3,7 @@ labels (issue 19; docs/STUDIES.md, "Written off on its first thumbs").
 
     python benchmarks/bench_contenders.py                          # demo, Llama-3, unseen and fresh zoos
     python benchmarks/bench_contenders.py --scenarios fresh --labels 1 2 4 8 16 32
+    python benchmarks/bench_contenders.py --floor 3     # no write-off before a model's third thumbs
 
 While no price reaches the target, exploration labels only the models that may be the
 best (``ContextualPolicy.may_be_best``: the exact 95% quantile of a model's Beta posterior
@@ -41,10 +42,12 @@ from slarouter_core.policies.contextual import beta_contenders  # noqa: E402
 LEADER_SIZE = 1e9
 
 
-def write_off_chance(level: float, leader: float, labels: list[int]) -> list[float]:
+def write_off_chance(level: float, leader: float, labels: list[int], floor: int = 0) -> list[float]:
     """P(a model of true ``level`` fails the contenders test at some point within its first
     K thumbs) for each K in ``labels``, against a leader read at ``leader``: the thumbs
-    counted exactly (a model still in the running after n thumbs with s up carries on)."""
+    counted exactly (a model still in the running after n thumbs with s up carries on).
+    ``floor``: the test does not act before a model has that many thumbs (a variant, not
+    the policy's)."""
     alive = np.array([1.0])  # alive[s]: still a contender after n thumbs, s of them up
     gone, out, horizon = 0.0, [], max(labels)
     for n in range(1, horizon + 1):
@@ -54,7 +57,7 @@ def write_off_chance(level: float, leader: float, labels: list[int]) -> list[flo
         s = np.arange(n + 1)
         mean = np.stack([(s + 1.0) / (n + 2.0), np.full(n + 1, leader)], axis=1)
         size = np.stack([np.full(n + 1, n + 2.0), np.full(n + 1, LEADER_SIZE)], axis=1)
-        keep = np.array([beta_contenders(m, z)[0] for m, z in zip(mean, size)])
+        keep = np.array([beta_contenders(m, z)[0] or n < floor for m, z in zip(mean, size)])
         gone += float(nxt[~keep].sum())
         alive = np.where(keep, nxt, 0.0)
         if n in labels:
@@ -67,18 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=["demo", "llama", "unseen", "fresh"])
     ap.add_argument("--labels", nargs="+", type=int, default=[1, 2, 5, 10, 16],
                     help="thumbs within which a write-off is counted (each a column)")
+    ap.add_argument("--floor", type=int, default=0,
+                    help="no write-off before a model has this many thumbs (a variant; the policy has none)")
     return ap
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if min(args.labels) < 1:
-        build_parser().error("--labels must be positive")
+    if min(args.labels) < 1 or args.floor < 0:
+        build_parser().error("--labels must be positive and --floor not negative")
     labels = sorted(set(args.labels))
     t0 = time.perf_counter()
     print("Each model against the best of the others at their true accuracies (the uniform prior, "
-          "the exact 95% quantile); the chance it fails the contenders test within its first K request-blind "
-          "thumbs:\n")
+          "the exact 95% quantile" + (f"; no write-off before {args.floor} thumbs" if args.floor else "")
+          + "); the chance it fails the contenders test within its first K request-blind thumbs:\n")
     print("| stream | model | accuracy | cost / cheapest | against | " + " | ".join(f"K = {k}" for k in labels) + " |")
     print("|---|---|---|---|---|" + "---|" * len(labels))
     seen = set()
@@ -89,7 +94,7 @@ def main(argv=None) -> int:
         acc, cost = data.solved.mean(0), data.costs.mean(0)
         for m in np.argsort(cost):
             other = np.delete(acc, m).max()
-            chance = write_off_chance(float(acc[m]), float(other), labels)
+            chance = write_off_chance(float(acc[m]), float(other), labels, args.floor)
             print(f"| {name} | {data.models[m]} | {100 * acc[m]:.1f}% | {cost[m] / cost.min():.1f}x | "
                   f"{100 * other:.1f}% | " + " | ".join(f"{100 * c:.1f}%" for c in chance) + " |", flush=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")

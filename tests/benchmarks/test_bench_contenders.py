@@ -57,10 +57,20 @@ def test_the_table_has_a_row_per_model_and_a_column_per_count(bench, capsys):
     assert tiny.split(" | ")[5] == "71.1%"
 
 
-def test_a_count_below_one_is_refused(bench):
-    with pytest.raises(SystemExit) as exit_:
-        bench.main(["--labels", "0"])
-    assert exit_.value.code == 2
+def test_a_floor_keeps_a_model_until_its_thumbs_reach_it(bench):
+    # against a leader at 85% one thumbs down writes a 90% model off; with a floor of 3 the
+    # first two thumbs cannot, and the chance within 16 thumbs falls
+    bare, floored = (bench.write_off_chance(0.9, 0.85, [1, 2, 16], floor) for floor in (0, 3))
+    assert bare[0] == pytest.approx(0.1)
+    assert floored[:2] == [0.0, 0.0]
+    assert 0.0 < floored[2] < bare[2]
+
+
+def test_a_count_below_one_or_a_negative_floor_is_refused(bench):
+    for argv in (["--labels", "0"], ["--floor", "-1"]):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main(argv)
+        assert exit_.value.code == 2
 
 
 def test_the_test_reads_the_exact_beta_quantile():
