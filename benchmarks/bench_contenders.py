@@ -19,7 +19,9 @@ at its true accuracy (a leader with many labels; an early leader reads its own n
 which only adds write-offs). A model as good as its leader fails it on its first thumbs
 down whenever the leader reads above 1 - sqrt(0.05) = 77.6% (one thumbs down leaves
 Beta(1, 2), whose 95% quantile is that). The same figure for a model far below its leader
-is the test doing its job: the labels it saves are what Llama-3's headroom needs.
+is the test doing its job: the labels it saves are what Llama-3's headroom needs. The
+last column is that side: the mean number of a model's first 64 thumbs it gets while still
+a contender, what the test lets exploration spend on it.
 """
 
 from __future__ import annotations
@@ -42,27 +44,45 @@ from slarouter_core.policies.contextual import beta_contenders  # noqa: E402
 LEADER_SIZE = 1e9
 
 
-def write_off_chance(level: float, leader: float, labels: list[int], floor: int = 0) -> list[float]:
-    """P(a model of true ``level`` fails the contenders test at some point within its first
-    K thumbs) for each K in ``labels``, against a leader read at ``leader``: the thumbs
-    counted exactly (a model still in the running after n thumbs with s up carries on).
-    ``floor``: the test does not act before a model has that many thumbs (a variant, not
-    the policy's)."""
+def write_off_curve(level: float, leader: float, horizon: int, floor: int = 0) -> np.ndarray:
+    """``curve[n - 1]``: P(a model of true ``level`` has failed the contenders test at some
+    point within its first n thumbs), n = 1 to ``horizon``, against a leader read at
+    ``leader``: the thumbs counted exactly (a model still in the running after n thumbs
+    with s up carries on). ``floor``: the test does not act before a model has that many
+    thumbs (a variant, not the policy's)."""
     alive = np.array([1.0])  # alive[s]: still a contender after n thumbs, s of them up
-    gone, out, horizon = 0.0, [], max(labels)
+    gone, curve = 0.0, []
     for n in range(1, horizon + 1):
         nxt = np.zeros(n + 1)
         nxt[1:] += alive * level
         nxt[:-1] += alive * (1.0 - level)
         s = np.arange(n + 1)
+        # one two-model zoo per count of thumbs up: the model's posterior beside the leader's
         mean = np.stack([(s + 1.0) / (n + 2.0), np.full(n + 1, leader)], axis=1)
         size = np.stack([np.full(n + 1, n + 2.0), np.full(n + 1, LEADER_SIZE)], axis=1)
-        keep = np.array([beta_contenders(m, z)[0] or n < floor for m, z in zip(mean, size)])
+        keep = beta_contenders(mean, size)[:, 0] | (n < floor)
         gone += float(nxt[~keep].sum())
         alive = np.where(keep, nxt, 0.0)
-        if n in labels:
-            out.append(gone)
-    return out
+        curve.append(gone)
+    return np.array(curve)
+
+
+def write_off_chance(level: float, leader: float, labels: list[int], floor: int = 0) -> list[float]:
+    """The chance of :func:`write_off_curve` within each K of ``labels`` thumbs."""
+    curve = write_off_curve(level, leader, max(labels), floor)
+    return [float(curve[k - 1]) for k in labels]
+
+
+#: the thumbs over which ``thumbs_while_in`` counts
+SPENT_HORIZON = 64
+
+
+def thumbs_while_in(level: float, leader: float, floor: int = 0, horizon: int = SPENT_HORIZON) -> float:
+    """The mean number of a model's first ``horizon`` thumbs that it gets while still a
+    contender (its first always): what the test lets exploration spend on it, each thumb
+    five served requests at feedback rate 0.2."""
+    curve = write_off_curve(level, leader, horizon, floor)
+    return 1.0 + float(np.sum(1.0 - curve[:-1]))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,8 +104,9 @@ def main(argv=None) -> int:
     print("Each model against the best of the others at their true accuracies (the uniform prior, "
           "the exact 95% quantile" + (f"; no write-off before {args.floor} thumbs" if args.floor else "")
           + "); the chance it fails the contenders test within its first K request-blind thumbs:\n")
-    print("| stream | model | accuracy | cost / cheapest | against | " + " | ".join(f"K = {k}" for k in labels) + " |")
-    print("|---|---|---|---|---|" + "---|" * len(labels))
+    print("| stream | model | accuracy | cost / cheapest | against | " + " | ".join(f"K = {k}" for k in labels)
+          + f" | thumbs while in (of {SPENT_HORIZON}) |")
+    print("|---|---|---|---|---|" + "---|" * len(labels) + "---|")
     seen = set()
     for name, data, _alpha, *_ in build_streams(args.scenarios):
         if name in seen:  # a stream listed twice (with and without a judge) once
@@ -95,8 +116,10 @@ def main(argv=None) -> int:
         for m in np.argsort(cost):
             other = np.delete(acc, m).max()
             chance = write_off_chance(float(acc[m]), float(other), labels, args.floor)
+            spent = thumbs_while_in(float(acc[m]), float(other), args.floor)
             print(f"| {name} | {data.models[m]} | {100 * acc[m]:.1f}% | {cost[m] / cost.min():.1f}x | "
-                  f"{100 * other:.1f}% | " + " | ".join(f"{100 * c:.1f}%" for c in chance) + " |", flush=True)
+                  f"{100 * other:.1f}% | " + " | ".join(f"{100 * c:.1f}%" for c in chance) + f" | {spent:.1f} |",
+                  flush=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -1334,8 +1334,9 @@ def beta_contenders(mean: np.ndarray, size: np.ndarray) -> np.ndarray:
     total count): the exact 95% quantile reaches the best mean. It trusts the leader's
     mean as it stands, so a model level with its leader fails it on one thumbs down
     whenever the leader reads above 1 - sqrt(0.05) = 77.6% (``benchmarks/bench_contenders.py``
-    prices how often that writes off a model as good as its leader)."""
-    return beta_dist.ppf(0.95, mean * size, (1.0 - mean) * size) >= mean.max()
+    prices how often that writes off a model as good as its leader). Arrays of several
+    dimensions are as many zoos, their models along the last axis."""
+    return beta_dist.ppf(0.95, mean * size, (1.0 - mean) * size) >= mean.max(axis=-1, keepdims=True)
 
 
 def _label_slot(rest: list, lab_n: int) -> int | None:

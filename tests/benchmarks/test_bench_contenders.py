@@ -79,3 +79,12 @@ def test_the_test_reads_the_exact_beta_quantile():
     mean, size = np.array([0.5, 0.85]), np.array([4.0, 1e6])
     assert list(beta_contenders(mean, size)) == [True, True]
     assert list(beta_contenders(np.array([1 / 3, 0.85]), np.array([3.0, 1e6]))) == [False, True]
+
+
+def test_thumbs_while_in_count_the_thumbs_a_model_gets_before_it_is_out(bench):
+    # two thumbs at most: the first always, the second unless the first wrote it off
+    assert bench.thumbs_while_in(0.9, 0.85, horizon=2) == pytest.approx(2.0 - 0.1)
+    # a model far below its leader is out within a few thumbs, one level with it seldom
+    assert bench.thumbs_while_in(0.3, 0.87) < 3.0 < 50.0 < bench.thumbs_while_in(0.87, 0.3)
+    # a floor lets every model keep its first thumbs
+    assert bench.thumbs_while_in(0.3, 0.87, floor=3) > bench.thumbs_while_in(0.3, 0.87)
