@@ -4,6 +4,7 @@ labels (issue 19; docs/STUDIES.md, "Written off on its first thumbs").
     python benchmarks/bench_contenders.py                          # demo, Llama-3, unseen and fresh zoos
     python benchmarks/bench_contenders.py --scenarios fresh --labels 1 2 4 8 16 32
     python benchmarks/bench_contenders.py --floor 3     # no write-off before a model's third thumbs
+    python benchmarks/bench_contenders.py --q 0.99      # the test at its 99% quantile (ContextualConfig.contender_q)
 
 While no price reaches the target, exploration labels only the models that may be the
 best (``ContextualPolicy.may_be_best``: the exact 95% quantile of a model's Beta posterior
@@ -44,12 +45,12 @@ from slarouter_core.policies.contextual import beta_contenders  # noqa: E402
 LEADER_SIZE = 1e9
 
 
-def write_off_curve(level: float, leader: float, horizon: int, floor: int = 0) -> np.ndarray:
+def write_off_curve(level: float, leader: float, horizon: int, floor: int = 0, q: float = 0.95) -> np.ndarray:
     """``curve[n - 1]``: P(a model of true ``level`` has failed the contenders test at some
     point within its first n thumbs), n = 1 to ``horizon``, against a leader read at
     ``leader``: the thumbs counted exactly (a model still in the running after n thumbs
     with s up carries on). ``floor``: the test does not act before a model has that many
-    thumbs (a variant, not the policy's)."""
+    thumbs (a variant, not the policy's); ``q``: the test's quantile (``contender_q``)."""
     alive = np.array([1.0])  # alive[s]: still a contender after n thumbs, s of them up
     gone, curve = 0.0, []
     for n in range(1, horizon + 1):
@@ -60,16 +61,17 @@ def write_off_curve(level: float, leader: float, horizon: int, floor: int = 0) -
         # one two-model zoo per count of thumbs up: the model's posterior beside the leader's
         mean = np.stack([(s + 1.0) / (n + 2.0), np.full(n + 1, leader)], axis=1)
         size = np.stack([np.full(n + 1, n + 2.0), np.full(n + 1, LEADER_SIZE)], axis=1)
-        keep = beta_contenders(mean, size)[:, 0] | (n < floor)
+        keep = beta_contenders(mean, size, q)[:, 0] | (n < floor)
         gone += float(nxt[~keep].sum())
         alive = np.where(keep, nxt, 0.0)
         curve.append(gone)
     return np.array(curve)
 
 
-def write_off_chance(level: float, leader: float, labels: list[int], floor: int = 0) -> list[float]:
+def write_off_chance(level: float, leader: float, labels: list[int], floor: int = 0,
+                     q: float = 0.95) -> list[float]:
     """The chance of :func:`write_off_curve` within each K of ``labels`` thumbs."""
-    curve = write_off_curve(level, leader, max(labels), floor)
+    curve = write_off_curve(level, leader, max(labels), floor, q)
     return [float(curve[k - 1]) for k in labels]
 
 
@@ -77,11 +79,12 @@ def write_off_chance(level: float, leader: float, labels: list[int], floor: int 
 SPENT_HORIZON = 64
 
 
-def thumbs_while_in(level: float, leader: float, floor: int = 0, horizon: int = SPENT_HORIZON) -> float:
+def thumbs_while_in(level: float, leader: float, floor: int = 0, horizon: int = SPENT_HORIZON,
+                    q: float = 0.95) -> float:
     """The mean number of a model's first ``horizon`` thumbs that it gets while still a
     contender (its first always): what the test lets exploration spend on it, each thumb
     five served requests at feedback rate 0.2."""
-    curve = write_off_curve(level, leader, horizon, floor)
+    curve = write_off_curve(level, leader, horizon, floor, q)
     return 1.0 + float(np.sum(1.0 - curve[:-1]))
 
 
@@ -92,17 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="thumbs within which a write-off is counted (each a column)")
     ap.add_argument("--floor", type=int, default=0,
                     help="no write-off before a model has this many thumbs (a variant; the policy has none)")
+    ap.add_argument("--q", type=float, default=0.95,
+                    help="the test's quantile (ContextualConfig.contender_q; default 0.95, the policy's default)")
     return ap
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if min(args.labels) < 1 or args.floor < 0:
-        build_parser().error("--labels must be positive and --floor not negative")
+    if min(args.labels) < 1 or args.floor < 0 or not 0.5 <= args.q < 1.0:
+        build_parser().error("--labels must be positive, --floor not negative and --q in [0.5, 1)")
     labels = sorted(set(args.labels))
     t0 = time.perf_counter()
     print("Each model against the best of the others at their true accuracies (the uniform prior, "
-          "the exact 95% quantile" + (f"; no write-off before {args.floor} thumbs" if args.floor else "")
+          f"the exact {100 * args.q:g}% quantile" + (f"; no write-off before {args.floor} thumbs" if args.floor else "")
           + "); the chance it fails the contenders test within its first K request-blind thumbs:\n")
     print("| stream | model | accuracy | cost / cheapest | against | " + " | ".join(f"K = {k}" for k in labels)
           + f" | thumbs while in (of {SPENT_HORIZON}) |")
@@ -115,8 +120,8 @@ def main(argv=None) -> int:
         acc, cost = data.solved.mean(0), data.costs.mean(0)
         for m in np.argsort(cost):
             other = np.delete(acc, m).max()
-            chance = write_off_chance(float(acc[m]), float(other), labels, args.floor)
-            spent = thumbs_while_in(float(acc[m]), float(other), args.floor)
+            chance = write_off_chance(float(acc[m]), float(other), labels, args.floor, args.q)
+            spent = thumbs_while_in(float(acc[m]), float(other), args.floor, q=args.q)
             print(f"| {name} | {data.models[m]} | {100 * acc[m]:.1f}% | {cost[m] / cost.min():.1f}x | "
                   f"{100 * other:.1f}% | " + " | ".join(f"{100 * c:.1f}%" for c in chance) + f" | {spent:.1f} |",
                   flush=True)

@@ -66,8 +66,16 @@ def test_a_floor_keeps_a_model_until_its_thumbs_reach_it(bench):
     assert 0.0 < floored[2] < bare[2]
 
 
-def test_a_count_below_one_or_a_negative_floor_is_refused(bench):
-    for argv in (["--labels", "0"], ["--floor", "-1"]):
+def test_the_99_percent_test_keeps_a_model_one_thumbs_down_behind_an_85_percent_leader(bench):
+    # Beta(1, 2)'s 99% quantile is 0.9: kept on its first thumbs down, and fewer write-offs
+    # within 16 thumbs for more thumbs while in (the policy's contender_q)
+    assert bench.write_off_chance(0.9, 0.85, [1], q=0.99) == [0.0]
+    assert bench.write_off_chance(0.9, 0.85, [16], q=0.99)[0] < bench.write_off_chance(0.9, 0.85, [16])[0]
+    assert bench.thumbs_while_in(0.6, 0.76, q=0.99) > bench.thumbs_while_in(0.6, 0.76)
+
+
+def test_a_count_below_one_a_negative_floor_or_a_quantile_outside_the_policys_is_refused(bench):
+    for argv in (["--labels", "0"], ["--floor", "-1"], ["--q", "1.0"], ["--q", "0.4"]):
         with pytest.raises(SystemExit) as exit_:
             bench.main(argv)
         assert exit_.value.code == 2

@@ -355,6 +355,46 @@ def test_with_no_price_reaching_the_target_only_models_that_may_be_best_are_expl
     assert {off.explore_choice(u) for u in us} == {0}
 
 
+def test_contender_q_keeps_a_model_one_thumbs_down_behind_a_leader_above_77_6_percent():
+    """One thumbs down (Beta(1, 2)) reaches 0.776 at 95%, 0.9 at 99%: against a leader at
+    81.8% the default writes the model off, ``contender_q=0.99`` keeps it; four thumbs down
+    (Beta(1, 5): 0.602 at 99%) are out either way."""
+    def may(q, cnt):
+        pol = ContextualPolicy(ContextualConfig(dr_levels=False, contender_q=q), alpha=0.7, n_models=2, dim=4,
+                               seed=0)
+        pol.blind_pos[:], pol.blind_cnt[:] = [17, 0], [20, cnt]  # the leader at 18 / 22 = 0.818
+        return bool(pol.may_be_best()[1])
+
+    assert not may(0.95, 1) and may(0.99, 1)
+    assert not may(0.99, 4)
+    for bad in ({"contender_q": 1.0}, {"contender_q": 0.3}, {"explore_by": "fewest"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ContextualConfig(**bad)
+
+
+def test_exploring_by_draws_labels_the_contenders_with_a_chance_never_the_leader():
+    """Capped, ``explore_by="draw"`` labels the contender whose level draws highest,
+    leaving out the leader (the fallback labels it): a close contender far more often
+    than one that may just reach the leader, each step's pick fixed by the step."""
+    pol = ContextualPolicy(ContextualConfig(dr_levels=False, explore_by="draw"), alpha=0.7, n_models=3, dim=4,
+                           seed=0)
+    pol.cost_sum[:] = [1.0, 1.0, 1.0]
+    pol.blind_pos[:], pol.blind_cnt[:] = [160, 78, 6], [200, 100, 10]  # 0.80, 0.775, 0.58
+    pol.lam = PRICE_CAP
+    assert list(pol.may_be_best()) == [True, True, True]
+    picks = []
+    for n in range(1, 401):
+        pol.ref_n = n
+        picks.append(pol.explore_choice(0.5))
+        assert pol.explore_choice(0.9) == picks[-1]  # the draw is the step's, not the uniform's
+    counts = np.bincount(picks, minlength=3)
+    assert counts[0] == 0 and counts[1] > 2 * counts[2] > 0
+    least = ContextualPolicy(ContextualConfig(dr_levels=False), alpha=0.7, n_models=3, dim=4, seed=0)
+    least.cost_sum[:], least.ref_n, least.lam = pol.cost_sum, 1, PRICE_CAP
+    least.blind_pos[:], least.blind_cnt[:] = pol.blind_pos, pol.blind_cnt
+    assert least.explore_choice(0.5) == 2  # by default the least labelled
+
+
 def test_a_model_may_be_best_by_its_exact_posterior_not_a_normal_approximation():
     """One thumbs down is not evidence that a model is worse than a leader at 73%: its
     Beta(1, 2) posterior's 95% quantile is 0.776 (the normal approximation said 0.721 and
