@@ -190,12 +190,12 @@ class ContextualConfig(PolicyConfig):
       77.6% the 95% test writes a model off on one thumbs down, so a model as good as its
       leader is out that way as often as it errs (``benchmarks/bench_contenders.py``); at
       0.99 far fewer near-ties are, and the draws give their labels to the contenders
-      with a chance of being the best, not to poor ones the looser test still keeps. On
-      seeds 0-19, paired with the defaults: the fresh 4-model zoo 4 met alpha in 18 runs
-      against 16 at 2.78x against 4.65x, the fresh hard 11-model zoo 2 in 17 against 10
-      at 3.64x against 7.79x, but the 11-model zoo 0 cost 1.50x against 1.20x and the
-      demo with a judge paid 0.025x beyond the static mixture's line; Llama-3 on the
-      line (docs/STUDIES.md, "Contenders at 99% and exploration by draws").
+      with a chance of being the best, not to poor ones the looser test still keeps. Not
+      adopted: the fresh hard 11-model zoo 2 met alpha in 17 runs of 20 against 10 on
+      seeds 0-19, but over seeds 0-99 in 54 against 51 at more cost; Llama-3 moved along
+      the static mixture's line to 81 runs against 87 (with the judge 93 against 98), the
+      11-model zoo 0 cost 1.39x against 1.30x (docs/STUDIES.md, "Contenders at 99% and
+      exploration by draws").
     * ``forget``: the share of a written-off model's request-blind evidence kept when an
       SLA window ends and the next begins (a service's windows follow each other; a
       simulation is one window, so this never acts there), never below ``min_labels``
