@@ -101,9 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)
     if min(args.labels) < 1 or args.floor < 0 or not 0.5 <= args.q < 1.0:
-        build_parser().error("--labels must be positive, --floor not negative and --q in [0.5, 1)")
+        ap.error("--labels must be positive, --floor not negative and --q in [0.5, 1)")
     labels = sorted(set(args.labels))
     t0 = time.perf_counter()
     print("Each model against the best of the others at their true accuracies (the uniform prior, "

@@ -104,6 +104,7 @@ class ContextualConfig(PolicyConfig):
       window ends there and still falls below alpha is at most delta; how often a stream
       gets there is measured, not claimed); ``"anytime"``, of all requests so far at every step
       at once.
+    * ``bank``: the share of the window by which the final margin is to be earned.
     * ``variance``: how the bound's variance is estimated. ``"running"`` (the default)
       prices every step at the mean squared residual of all thumbs so far, the first,
       large ones included; ``"labelled"`` (opt-in) sums each thumbed step's own squared
@@ -188,9 +189,10 @@ class ContextualConfig(PolicyConfig):
       leader, where another is left) whose level draws highest from its posterior (a
       seeded draw per step), instead of the least-labelled one. Against a leader above
       77.6% the 95% test writes a model off on one thumbs down, so a model as good as its
-      leader is out that way as often as it errs (``benchmarks/bench_contenders.py``); at
-      0.99 far fewer near-ties are, and the draws give their labels to the contenders
-      with a chance of being the best, not to poor ones the looser test still keeps. Not
+      leader is out that way as often as it errs (docs/STUDIES.md, "Written off on its
+      first thumbs"); at 0.99 far fewer near-ties are, and the draws give their labels to
+      the contenders with a chance of being the best, not to poor ones the looser test
+      still keeps. Not
       adopted: the fresh hard 11-model zoo 2 met alpha in 17 runs of 20 against 10 on
       seeds 0-19, but over seeds 0-99 in 54 against 51 at more cost; Llama-3 moved along
       the static mixture's line to 81 runs against 87 (with the judge 93 against 98), the
@@ -785,9 +787,10 @@ class ContextualPolicy(Policy):
         return int(low[min(int(u * len(low)), len(low) - 1)])
 
     def may_be_best(self) -> np.ndarray:
-        """Models that may be the best: the 95% quantile of each model's Beta posterior over
-        its request-blind evidence reaches the best posterior mean. The exact quantile,
-        because this test acts on a handful of labels (no ``min_labels`` floor): the normal
+        """Models that may be the best: the ``contender_q`` (by default 95%) quantile of each
+        model's Beta posterior over its request-blind evidence reaches the best posterior
+        mean. The exact quantile, because this test acts on a handful of labels (no
+        ``min_labels`` floor): the normal
         approximation wrote off the best model of an unseen 4-model zoo on 1 thumbs up of 6
         for the rest of a stream (57.2% against alpha 65.0%), and would write off a model on
         its first thumbs down against a leader at 73% (docs/STUDIES.md, "Contenders by the
@@ -1355,11 +1358,12 @@ class TextRefit:
 
 def beta_contenders(mean: np.ndarray, size: np.ndarray, q: float = 0.95) -> np.ndarray:
     """The contenders test on Beta posteriors (``mean``, ``size``: each model's mean and
-    total count): the exact ``q`` quantile (95% by default) reaches the best mean. It trusts the leader's
-    mean as it stands, so a model level with its leader fails it on one thumbs down
-    whenever the leader reads above 1 - sqrt(0.05) = 77.6% (``benchmarks/bench_contenders.py``
-    prices how often that writes off a model as good as its leader). Arrays of several
-    dimensions are as many zoos, their models along the last axis."""
+    total count): the exact ``q`` quantile (95% by default) reaches the best mean. It
+    trusts the leader's mean as it stands, so at 95% a model level with its leader fails
+    it on one thumbs down whenever the leader reads above 1 - sqrt(0.05) = 77.6%
+    (docs/STUDIES.md, "Written off on its first thumbs", prices how often that writes off
+    a model as good as its leader). Arrays of several dimensions are as many zoos, their
+    models along the last axis."""
     return beta_dist.ppf(q, mean * size, (1.0 - mean) * size) >= mean.max(axis=-1, keepdims=True)
 
 
